@@ -1,0 +1,109 @@
+"""`tritonize` command line: `tritonize verify TASK CANDIDATE` (more subcommands arrive with their issues)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    return args.run(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tritonize", description="Prove Triton kernels equal to their PyTorch tasks, and measure them."
+    )
+    commands = parser.add_subparsers(dest="command")
+    verify = commands.add_parser(
+        "verify",
+        help="check a Triton candidate against a PyTorch task",
+        description="Run TASK (a KernelBench-style module: Model, get_inputs, get_init_inputs) and CANDIDATE "
+        "(a module defining ModelNew with @triton.jit kernels) in separate sandboxes, compare their outputs "
+        "on fresh random inputs, refuse known reward hacks and, on a GPU, time the candidate against PyTorch "
+        "eager and torch.compile. Exit 0 if correct, 1 otherwise, 2 for bad usage or a broken task.",
+    )
+    verify.add_argument("task", help="task file defining Model, get_inputs() and get_init_inputs()")
+    verify.add_argument("candidate", help="candidate file defining ModelNew")
+    verify.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    verify.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto", help="default: auto")
+    verify.add_argument("--trials", type=_positive_int, default=5, help="random input sets (default: 5)")
+    verify.add_argument("--seed", type=int, help="make the input seeds reproducible (default: unpredictable)")
+    verify.add_argument("--timeout", type=_positive_float, default=60.0, help="seconds per run (default: 60)")
+    verify.add_argument(
+        "--memory-limit", type=_size, help="resident memory per run, e.g. 4G or 512M (default: 1/4 of RAM)"
+    )
+    verify.add_argument("--atol", type=float, help="absolute tolerance (default by dtype: fp32 1e-4, fp16/bf16 1e-2)")
+    verify.add_argument("--rtol", type=float, help="relative tolerance (default by dtype, like --atol)")
+    verify.add_argument("--no-timing", action="store_true", help="skip GPU timing")
+    verify.add_argument("--no-compile-baseline", action="store_true", help="time eager only, not torch.compile")
+    verify.add_argument("--timing-trials", type=_positive_int, default=100, help="timed calls (default: 100)")
+    verify.add_argument(
+        "--no-isolation", action="store_true", help="run without namespaces (debugging only; unsafe for untrusted code)"
+    )
+    verify.set_defaults(run=_run_verify)
+    return parser
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from verifier.verify import TaskError, UsageError, verify
+
+    try:
+        report = verify(
+            args.task,
+            args.candidate,
+            device=args.device,
+            isolate=not args.no_isolation,
+            trials=args.trials,
+            seed=args.seed,
+            timeout=args.timeout,
+            memory_limit=args.memory_limit,
+            atol=args.atol,
+            rtol=args.rtol,
+            timing=not args.no_timing,
+            timing_trials=args.timing_trials,
+            compile_baseline=not args.no_compile_baseline,
+        )
+    except (TaskError, UsageError, ValueError) as exc:
+        print(f"tritonize verify: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for warning in report.warnings:
+        print(f"tritonize verify: warning: {warning}", file=sys.stderr)
+    print(report.to_json() if args.json else report.summary())
+    return EXIT_PASS if report.passed else EXIT_FAIL
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def _size(text: str) -> int:
+    units = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+    text = text.strip().upper().removesuffix("B").removesuffix("I")
+    try:
+        if text and text[-1] in units:
+            return int(float(text[:-1]) * units[text[-1]])
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 4G, 512M or bytes)") from None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""The one record every rule produces, shared by the verifier's hack checks and the audit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A stable rule id with its short name, default severity and one-line summary."""
+
+    id: str
+    name: str
+    severity: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem at one source range (1-based lines and columns)."""
+
+    rule: str
+    severity: str
+    message: str
+    line: int
+    column: int = 1
+    end_line: int | None = None
+    end_column: int | None = None
+    fix: dict | None = field(default=None, compare=False)
+
+    def as_violation(self) -> dict:
+        """The `{rule, severity, message, line}` shape of a verification report (DESIGN §3.3)."""
+        return {"rule": self.rule, "severity": self.severity, "message": self.message, "line": self.line}

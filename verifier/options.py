@@ -1,0 +1,42 @@
+"""Options of one verification, with their defaults and validation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verifier import procs
+
+
+def default_memory_limit() -> int:
+    """A quarter of physical memory, at least 2 GiB: room for torch plus a real workload."""
+    return max(2 * 1024**3, procs.total_memory_bytes() // 4)
+
+
+@dataclass
+class VerifyOptions:
+    """How hard to check: trials, seeds, limits, tolerances and whether to time on the GPU."""
+
+    trials: int = 5
+    seed: int | None = None
+    timeout: float = 60.0
+    memory_limit: int | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    timing: bool = True
+    timing_trials: int = 100
+    compile_baseline: bool = True
+    suspect_speedup: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.trials < 1:
+            raise ValueError(f"trials must be at least 1, got {self.trials}")
+        if self.timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {self.timeout}")
+        if self.memory_limit is not None and self.memory_limit < 256 * 1024**2:
+            raise ValueError(f"memory limit must be at least 256 MiB, got {self.memory_limit} bytes")
+        for name in ("atol", "rtol"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be non-negative, got {value}")
+        if self.memory_limit is None:
+            self.memory_limit = default_memory_limit()

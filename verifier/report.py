@@ -1,0 +1,86 @@
+"""The verification report: the object `tritonize verify --json` prints (DESIGN §3.3)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+
+VERDICTS = ("correct", "incorrect", "rejected", "compile_error", "runtime_error", "timeout", "crashed")
+
+
+@dataclass
+class Report:
+    """Verdict, reward and evidence for one candidate against one task."""
+
+    verdict: str
+    reward: float = 0.0
+    violations: list[dict] = field(default_factory=list)
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    trials: int = 0
+    device: str = "cpu"
+    isolation: dict = field(default_factory=dict)
+    timing: dict | None = None
+    message: str = ""
+    interpreter: bool = False
+    seed: int | None = None
+    tolerance: dict | None = None
+    launches: list[int] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)
+    candidate_output: dict = field(default_factory=lambda: {"stdout": "", "stderr": ""})
+    phases: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    task: str = ""
+    candidate: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict {self.verdict!r}")
+
+    @property
+    def passed(self) -> bool:
+        """The CLI's exit-0 condition: correct and rewarded."""
+        return self.verdict == "correct" and self.reward > 0
+
+    def to_dict(self) -> dict:
+        return _finite(asdict(self))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def summary(self) -> str:
+        """A few human-readable lines for the terminal."""
+        lines = [f"verdict: {self.verdict}   reward: {self.reward:g}   device: {self.device}"]
+        if self.message:
+            lines.append(self.message)
+        if self.max_abs_error is not None:
+            rel = "n/a" if self.max_rel_error is None else f"{self.max_rel_error:.3g}"
+            lines.append(f"max abs error {self.max_abs_error:.3g}, relative to scale {rel}, over {self.trials} trials")
+        for v in self.violations:
+            where = f" (line {v['line']})" if v.get("line") else ""
+            lines.append(f"  {v['rule']} {v['severity']}{where}: {v['message']}")
+        if self.timing:
+            t = self.timing
+            lines.append(
+                f"timing: candidate {t['candidate_ms']:.4g} ms, eager {t['eager_ms']:.4g} ms "
+                f"(x{t['speedup_vs_eager']:.3g})"
+                + (
+                    f", torch.compile {t['compile_ms']:.4g} ms (x{t['speedup_vs_compile']:.3g})"
+                    if t.get("compile_ms")
+                    else ""
+                )
+            )
+        lines.extend(f"warning: {w}" for w in self.warnings)
+        return "\n".join(lines)
+
+
+def _finite(value: object) -> object:
+    """JSON has no NaN or Infinity: such floats become null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value

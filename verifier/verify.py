@@ -1,0 +1,371 @@
+"""One verification, start to finish: static checks, reference, candidate, comparison, timing, report.
+
+Order matters for trust: the task's reference outputs are computed first in a worker the candidate never
+touches, the candidate then runs on copies of the same inputs in its own sandbox, and only the parent (this
+module) ever sees both. Every way a run can end maps to exactly one verdict.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import random
+import secrets
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import torch
+
+from verifier import compare
+from verifier.hack_rules import check_candidate
+from verifier.harness import INIT_FILE, INPUTS_FILE, OUTPUTS_FILE, RESULT_FILE
+from verifier.options import VerifyOptions
+from verifier.pool import JobOutcome, Slot, VerifierPool, Worker
+from verifier.report import Report
+
+REJECTING_RUNTIME_RULES = {"TRI351", "TRI352", "TRI353", "TRI356"}
+OUTPUT_LIMIT = 4000
+CANDIDATE_MODULE = "candidate"
+
+
+class UsageError(Exception):
+    """Bad command-line usage or an unreadable file (CLI exit 2)."""
+
+
+class TaskError(Exception):
+    """The task itself is broken: the user's error, not the candidate's (CLI exit 2)."""
+
+
+def check_task_file(task: Path) -> str:
+    """Parse the task without running it; return its module name or raise TaskError naming file and line."""
+    try:
+        source = task.read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read task file {task}: {exc.strerror or exc}") from exc
+    try:
+        tree = ast.parse(source, filename=str(task))
+    except SyntaxError as exc:
+        raise TaskError(f"{task}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    missing = [name for name in ("Model", "get_inputs", "get_init_inputs") if name not in defined]
+    if missing:
+        raise TaskError(f"{task}:1: not a task: it defines no {', '.join(f'`{m}`' for m in missing)}")
+    return task.stem if task.stem.isidentifier() else "task"
+
+
+def verify(task: str | Path, candidate: str | Path, device: str = "auto", isolate: bool = True, **options) -> Report:
+    """Verify one candidate file against one task file in a one-off pool (see `VerifierPool` for many)."""
+    with VerifierPool(size=1, device=device, isolate=isolate) as pool:
+        return pool.verify(task, candidate, **options)
+
+
+def run_verification(slot: Slot, pool: VerifierPool, task: Path, candidate: Path, opts: VerifyOptions) -> Report:
+    """Verify on one slot of a pool (called by `VerifierPool.verify`)."""
+    return _Verification(slot, pool, task, candidate, opts).run()
+
+
+class _Verification:
+    def __init__(self, slot: Slot, pool: VerifierPool, task: Path, candidate: Path, opts: VerifyOptions):
+        self.slot = slot
+        self.pool = pool
+        self.task = task
+        self.candidate = candidate
+        self.opts = opts
+        self.phases: dict[str, float] = {}
+        self.report = Report(
+            verdict="crashed",
+            device=pool.device,
+            interpreter=pool.device == "cpu",
+            seed=opts.seed,
+            task=str(task),
+            candidate=str(candidate),
+        )
+        seeder = random.Random(opts.seed) if opts.seed is not None else secrets.SystemRandom()
+        self.seeder = seeder
+        self.init_seed = seeder.randrange(2**31)
+
+    def run(self) -> Report:
+        started = time.perf_counter()
+        try:
+            self._run()
+        finally:
+            self.slot.candidate.wipe()
+            self.slot.reference.wipe(keep=(".triton", ".cache"))
+            self.phases["total_s"] = time.perf_counter() - started
+            self.report.phases = {k: round(v, 4) for k, v in self.phases.items()}
+        return self.report
+
+    def _run(self) -> None:
+        report = self.report
+        module_name = check_task_file(self.task)
+        try:
+            source = self.candidate.read_text()
+        except OSError as exc:
+            raise UsageError(f"cannot read candidate file {self.candidate}: {exc.strerror or exc}") from exc
+        try:
+            findings = check_candidate(source, task_module=module_name)
+        except SyntaxError as exc:
+            self._finish("compile_error", f"{self.candidate}:{exc.lineno}: syntax error: {exc.msg}")
+            return
+        report.violations = [f.as_violation() for f in findings]
+        errors = [f for f in findings if f.severity == "error"]
+        if errors:
+            first = errors[0]
+            self._finish("rejected", f"{len(errors)} anti-hacking rule violation(s); first: {first.rule} at line "
+                         f"{first.line}: {first.message}")  # fmt: skip
+            return
+        self.phases["start_s"] = self.slot.reference.ensure_started() + self.slot.candidate.ensure_started()
+        report.isolation = self.slot.candidate.isolation
+        report.warnings.extend(report.isolation.get("warnings", []))
+        if not self._check_correctness(module_name, self.opts.trials):
+            return
+        if self.pool.device == "cuda" and self.opts.timing:
+            self._time(module_name)
+        if report.verdict == "correct":
+            report.reward = 1.0 if not any(v["severity"] == "error" for v in report.violations) else 0.0
+
+    # ------------------------------------------------------------ correctness
+
+    def _check_correctness(self, module_name: str, trials: int) -> bool:
+        """Reference then candidate on `trials` fresh input sets; True if the candidate is correct."""
+        seeds = [self.seeder.randrange(2**31) for _ in range(trials)]
+        started = time.perf_counter()
+        self.ref_dir, ref_result, ref_outputs = self._run_reference(module_name, seeds)
+        self.phases["reference_s"] = self.phases.get("reference_s", 0.0) + time.perf_counter() - started
+        started = time.perf_counter()
+        self.cand_name, self.cand_dir = self.slot.candidate.new_job_dir()
+        shutil.copyfile(self.candidate, self.cand_dir / f"{CANDIDATE_MODULE}.py")
+        self._copy_inputs()
+        outcome = self._run_job(self.slot.candidate, self.cand_name, "candidate", {})
+        self.phases["candidate_s"] = self.phases.get("candidate_s", 0.0) + time.perf_counter() - started
+        result = self._job_result(outcome, self.cand_dir)
+        if result is None:
+            return False
+        report = self.report
+        report.trials = trials
+        report.launches = result["launches"]
+        report.kernels = result["kernels"]
+        report.violations.extend(result["violations"])
+        cand_outputs = torch.load(self.cand_dir / OUTPUTS_FILE, weights_only=True)
+        problems = compare.compare_structure(ref_result["structure"], result["structure"], "forward")
+        comparison = compare.Comparison(problems=problems)
+        if not problems:
+            for index, outputs in enumerate(cand_outputs):
+                label = f"trial {index + 1}" if index < trials else "enable_grad call"
+                reference = ref_outputs[index] if index < trials else ref_outputs[0]
+                comparison.merge(compare.compare_outputs(reference, outputs, label, self.opts.atol, self.opts.rtol))
+            self._check_repeated_outputs(ref_outputs, cand_outputs, comparison)
+        report.max_abs_error = comparison.max_abs_error
+        report.max_rel_error = comparison.max_rel_error
+        report.tolerance = comparison.tolerance or None
+        rejecting = [v for v in result["violations"] if v["rule"] in REJECTING_RUNTIME_RULES]
+        if rejecting:
+            self._finish("rejected", f"{rejecting[0]['rule']}: {rejecting[0]['message']}")
+            return False
+        runtime = [v for v in result["violations"] if v not in rejecting]
+        if runtime or comparison.problems:
+            messages = [f"{v['rule']}: {v['message']}" for v in runtime] + comparison.problems
+            more = f" (and {len(messages) - 3} more)" if len(messages) > 3 else ""
+            self._finish("incorrect", "; ".join(messages[:3]) + more)
+            return False
+        self._finish("correct", f"matches the reference on {trials} trials plus an enable_grad call")
+        return True
+
+    def _run_reference(self, module_name: str, seeds: list[int]) -> tuple[Path, dict, list]:
+        worker = self.slot.reference
+        name, job_dir = worker.new_job_dir()
+        shutil.copyfile(self.task, job_dir / f"{module_name}.py")
+        job = {"module_name": module_name, "trial_seeds": seeds}
+        outcome = self._run_job(worker, name, "reference", job, source=f"{module_name}.py")
+        result = _read_json(job_dir / RESULT_FILE)
+        if outcome.status != "ok" or outcome.signal or result is None:
+            raise TaskError(f"{self.task}: the reference run failed: {_describe_outcome(outcome, job_dir)}")
+        if not result.get("ok"):
+            line = f":{result['line']}" if result.get("line") else ""
+            raise TaskError(f"{self.task}{line}: {result['stage']} failed: {result['error_type']}: {result['error']}")
+        return job_dir, result, torch.load(job_dir / OUTPUTS_FILE, weights_only=True)
+
+    def _check_repeated_outputs(self, ref_outputs: list, cand_outputs: list, comparison: compare.Comparison) -> None:
+        for index in range(1, min(len(ref_outputs), len(cand_outputs))):
+            same = _identical(cand_outputs[index], cand_outputs[index - 1])
+            if same and not _identical(ref_outputs[index], ref_outputs[index - 1]):
+                message = f"trial {index + 1} returned exactly the previous trial's output although the inputs changed"
+                self.report.violations.append({"rule": "TRI357", "severity": "error", "message": message, "line": 0})
+                comparison.problems.append(message)
+                return
+
+    # ------------------------------------------------------------ timing
+
+    def _time(self, module_name: str) -> None:
+        with self.pool.timing_lock:
+            started = time.perf_counter()
+            timing = self._measure(module_name)
+            self.phases["timing_s"] = time.perf_counter() - started
+        if timing is None:
+            return
+        fastest = max(timing["speedup_vs_eager"], timing.get("speedup_vs_compile") or 0.0)
+        if fastest > self.opts.suspect_speedup:
+            if not self._check_correctness(module_name, 2 * self.opts.trials):
+                self.report.message = f"re-verification of a {fastest:.1f}x speedup failed: {self.report.message}"
+                return
+            with self.pool.timing_lock:
+                timing = self._measure(module_name)
+            if timing is None:
+                return
+            timing["reverified"] = True
+        self.report.timing = timing
+
+    def _measure(self, module_name: str) -> dict | None:
+        self._copy_inputs()
+        ref_name = self.ref_dir.name
+        ref_outcome = self._run_job(
+            self.slot.reference,
+            ref_name,
+            "time_reference",
+            {"module_name": module_name, "compile": self.opts.compile_baseline},
+            source=f"{module_name}.py",
+            timeout=max(self.opts.timeout, 600.0),
+        )
+        ref = _read_json(self.ref_dir / RESULT_FILE)
+        if ref_outcome.status != "ok" or not ref or not ref.get("ok"):
+            self.report.warnings.append(f"baseline timing failed: {_describe_outcome(ref_outcome, self.ref_dir)}")
+            return None
+        outcome = self._run_job(self.slot.candidate, self.cand_name, "time_candidate", {})
+        result = self._job_result(outcome, self.cand_dir)
+        if result is None:
+            return None
+        rejecting = [v for v in result["violations"] if v["rule"] in REJECTING_RUNTIME_RULES]
+        self.report.violations.extend(result["violations"])
+        if rejecting:
+            self._finish("rejected", f"while timed: {rejecting[0]['rule']}: {rejecting[0]['message']}")
+            return None
+        timed_output = torch.load(self.cand_dir / OUTPUTS_FILE, weights_only=True)[0]
+        reference = torch.load(self.ref_dir / OUTPUTS_FILE, weights_only=True)[0]
+        check = compare.compare_outputs(reference, timed_output, "timed call", self.opts.atol, self.opts.rtol)
+        if not check.passed:
+            self._finish("incorrect", "; ".join(check.problems[:3]))
+            return None
+        return _timing_summary(result["candidate"], ref)
+
+    # ------------------------------------------------------------ plumbing
+
+    def _copy_inputs(self) -> None:
+        for name in (INIT_FILE, INPUTS_FILE):
+            shutil.copyfile(self.ref_dir / name, self.cand_dir / name)
+
+    def _run_job(
+        self, worker: Worker, name: str, kind: str, extra: dict, source: str | None = None, timeout: float | None = None
+    ) -> JobOutcome:
+        if worker.process is None:
+            self.phases["start_s"] = self.phases.get("start_s", 0.0) + worker.ensure_started()
+        job = {
+            "kind": kind,
+            "dir": name,
+            "device": self.pool.device,
+            "init_seed": self.init_seed,
+            "source": f"{worker.inside_scratch}/{name}/{source or CANDIDATE_MODULE + '.py'}",
+            "module_name": CANDIDATE_MODULE,
+            "timing_trials": self.opts.timing_trials,
+            **extra,
+        }
+        return worker.run(job, timeout or self.opts.timeout, self.opts.memory_limit)
+
+    def _job_result(self, outcome: JobOutcome, job_dir: Path) -> dict | None:
+        """The candidate job's result, or None after setting the verdict for a job that did not finish."""
+        self.report.candidate_output = {
+            "stdout": _read_text(job_dir / "stdout.txt"),
+            "stderr": _read_text(job_dir / "stderr.txt"),
+        }
+        result = _read_json(job_dir / RESULT_FILE)
+        if outcome.status == "timeout":
+            self._finish("timeout", f"the candidate did not finish within {self.opts.timeout:g} s and was killed")
+        elif outcome.status == "memory":
+            limit = self.opts.memory_limit // 2**20
+            self._finish("crashed", f"the candidate exceeded the memory limit of {limit} MiB and was killed")
+        elif outcome.status != "ok" or outcome.signal or outcome.exit_code or result is None:
+            self._finish("crashed", f"the candidate crashed: {_describe_outcome(outcome, job_dir)}")
+        elif not result.get("ok"):
+            self._finish(*_failure_verdict(result, self.candidate))
+        else:
+            return result
+        return None
+
+    def _finish(self, verdict: str, message: str) -> None:
+        self.report.verdict = verdict
+        self.report.message = message
+        if verdict != "correct":
+            self.report.reward = 0.0
+
+
+def _failure_verdict(result: dict, candidate: Path) -> tuple[str, str]:
+    """compile_error for failures to load or compile the candidate, runtime_error for failures while running."""
+    where = f"{candidate}:{result['line']}" if result.get("line") else str(candidate)
+    message = f"{where}: {result['stage']} failed: {result['error_type']}: {result['error']}"
+    if result["stage"] == "import" or result.get("triton_compile_error"):
+        return "compile_error", message
+    return "runtime_error", message
+
+
+def _describe_outcome(outcome: JobOutcome, job_dir: Path) -> str:
+    if outcome.status == "timeout":
+        return f"timed out after {outcome.seconds:.1f} s"
+    if outcome.status == "memory":
+        return f"exceeded the memory limit ({outcome.peak_rss // 2**20} MiB resident)"
+    if outcome.status == "died":
+        return f"the worker process died ({outcome.detail})"
+    if outcome.signal:
+        name = signal.Signals(outcome.signal).name if outcome.signal in signal.Signals._value2member_map_ else ""
+        return f"killed by signal {outcome.signal} {name}".strip()
+    harness_error = _read_text(job_dir / "harness_error.txt")
+    if harness_error:
+        return f"the harness failed: {harness_error}"
+    return f"exited with code {outcome.exit_code} before reporting a result"
+
+
+def _timing_summary(candidate: dict, reference: dict) -> dict:
+    eager = reference["eager"]["median_ms"]
+    compiled = reference.get("compiled", {}).get("median_ms")
+    cand = candidate["median_ms"]
+    return {
+        "candidate_ms": cand,
+        "eager_ms": eager,
+        "compile_ms": compiled,
+        "speedup_vs_eager": eager / cand if cand > 0 else None,
+        "speedup_vs_compile": compiled / cand if compiled and cand > 0 else None,
+        "trials": candidate["trials"],
+        "method": "cuda events, 256 MiB L2 flush before each call, median",
+        "compile_error": reference.get("compile_error"),
+        "reverified": False,
+    }
+
+
+def _identical(a: list, b: list) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(OUTPUT_LIMIT + 1)
+    except OSError:
+        return ""
+    text = data[:OUTPUT_LIMIT].decode(errors="replace")
+    return text + "\n... [truncated]" if len(data) > OUTPUT_LIMIT else text

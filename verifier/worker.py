@@ -1,0 +1,143 @@
+"""A warm worker: imports torch and Triton once, locks itself down, then forks one fresh child per job.
+
+Protocol (JSON lines): the parent writes `{"id", "kind", "dir", ...}` on the worker's stdin; the worker
+forks, the child runs `harness.run_job` with its stdout/stderr captured to files in the job directory, and
+the worker answers `{"id", "exit_code" | "signal"}` on its stdout once the child is gone. The worker never
+initialises CUDA itself, so every child gets a clean CUDA context and a fault in one cannot reach the next.
+The candidate never sees the protocol pipes: the child closes them before any untrusted code runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parse(argv)
+    protocol_in = os.fdopen(os.dup(0), "r")
+    protocol_out = os.fdopen(os.dup(1), "w")
+    _redirect(0, "/dev/null", os.O_RDONLY)
+    _redirect(1, os.devnull, os.O_WRONLY)
+    if args.lockdown:
+        from verifier import sandbox
+
+        sandbox.lockdown(args.scratch, args.hide, args.writable)
+        scratch = "/tmp"
+    else:
+        from verifier import sandbox
+
+        sandbox.become_subreaper()
+        scratch = args.scratch
+    _set_environment(scratch)
+    os.chdir(scratch)
+    import torch  # noqa: F401  (warm import, shared with every forked child)
+    import triton  # noqa: F401
+
+    from verifier import harness  # noqa: F401
+
+    protocol_out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    protocol_out.flush()
+    for line in protocol_in:
+        job = json.loads(line)
+        reply = _run_forked(job, scratch, [protocol_in.fileno(), protocol_out.fileno()])
+        protocol_out.write(json.dumps(reply) + "\n")
+        protocol_out.flush()
+
+
+def _run_forked(job: dict, scratch: str, protocol_fds: list[int]) -> dict:
+    job_dir = os.path.join(scratch, job["dir"])
+    pid = os.fork()
+    if pid == 0:
+        _child(job, job_dir, protocol_fds)
+    _, status = os.waitpid(pid, 0)
+    _kill_leftovers()
+    reply = {"id": job["id"]}
+    if os.WIFSIGNALED(status):
+        reply["signal"] = os.WTERMSIG(status)
+    else:
+        reply["exit_code"] = os.WEXITSTATUS(status)
+    return reply
+
+
+def _child(job: dict, job_dir: str, protocol_fds: list[int]) -> None:
+    """Never returns: runs one job and exits with 0 (ran) or 70 (the harness itself failed)."""
+    code = 70
+    try:
+        for fd in protocol_fds:
+            os.close(fd)
+        os.chdir(job_dir)
+        _redirect(1, os.path.join(job_dir, "stdout.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        _redirect(2, os.path.join(job_dir, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.setpgid(0, 0)
+        from verifier import harness
+
+        harness.run_job(job)
+        code = 0
+    except BaseException as exc:  # the harness must report, whatever happened
+        try:
+            with open(os.path.join(job_dir, "harness_error.txt"), "w") as f:
+                f.write(f"{type(exc).__name__}: {exc}")
+        except OSError:
+            pass
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _kill_leftovers() -> None:
+    """Kill whatever the last child left behind (it was re-parented to this subreaper or namespace init)."""
+    from verifier import procs
+
+    for _ in range(3):
+        victims = procs.descendants(os.getpid())
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        _reap()
+        if not victims:
+            return
+        time.sleep(0.01)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _set_environment(scratch: str) -> None:
+    os.environ["HOME"] = scratch
+    os.environ["TMPDIR"] = scratch
+    os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(scratch, ".triton"))
+    os.environ["XDG_CACHE_HOME"] = os.path.join(scratch, ".cache")
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+
+
+def _redirect(fd: int, path: str, flags: int) -> None:
+    target = os.open(path, flags, 0o600)
+    os.dup2(target, fd)
+    os.close(target)
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m verifier.worker")
+    parser.add_argument("--scratch", required=True)
+    parser.add_argument("--hide", required=True)
+    parser.add_argument("--writable", action="append", default=[])
+    parser.add_argument("--lockdown", action="store_true")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    main()
