@@ -134,6 +134,8 @@ class Watch:
         self.interpreter = device.type == "cpu"
         self.launches = launch_hook.install(self.interpreter)
         self.threads_before = {t.ident for t in threading.enumerate()}
+        self.threads_started: list[str] = []
+        _count_thread_starts(self.threads_started)
         self.originals = [(o, n, getattr(o, n)) for o, n, _ in timing.tamper_targets()]
         self.originals += [(torch.Tensor, "clone", _CLONE), (torch, "equal", _EQUAL), (torch, "save", torch.save)]
         self.violations: list[dict] = []
@@ -144,12 +146,30 @@ class Watch:
 
     def check_environment(self) -> None:
         new_threads = [t.name for t in threading.enumerate() if t.ident not in self.threads_before]
+        new_threads += self.threads_started
         if new_threads:
             self.flag("TRI353", f"the candidate started threads: {', '.join(new_threads[:5])}")
         replaced = [f"{getattr(o, '__name__', o)}.{n}" for o, n, orig in self.originals if getattr(o, n) is not orig]
         if replaced or not launch_hook.still_installed(self.launches, self.interpreter):
             what = ", ".join(replaced) or "the Triton launch hook"
             self.flag("TRI356", f"the candidate replaced {what}")
+
+
+def _count_thread_starts(started: list[str]) -> None:
+    """Wrap every way Python starts an OS thread, so even a thread that already ended is seen."""
+    import _thread
+
+    for module in (_thread, threading):
+        for name in ("start_new_thread", "_start_new_thread", "start_joinable_thread", "_start_joinable_thread"):
+            original = getattr(module, name, None)
+            if original is None:
+                continue
+
+            def counted(*args, _original=original, _name=name, **kwargs):
+                started.append(f"thread via {_name}")
+                return _original(*args, **kwargs)
+
+            setattr(module, name, counted)
 
 
 def run_candidate(job: dict) -> dict:

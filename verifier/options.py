@@ -26,6 +26,7 @@ class VerifyOptions:
     timing_trials: int = 100
     compile_baseline: bool = True
     suspect_speedup: float = 10.0
+    static_checks: bool = True  # off only to test that the sandbox holds on its own; never for real use
 
     def __post_init__(self) -> None:
         if self.trials < 1:

@@ -112,7 +112,7 @@ class _Verification:
             return
         report.violations = [f.as_violation() for f in findings]
         errors = [f for f in findings if f.severity == "error"]
-        if errors:
+        if errors and self.opts.static_checks:
             first = errors[0]
             self._finish("rejected", f"{len(errors)} anti-hacking rule violation(s); first: {first.rule} at line "
                          f"{first.line}: {first.message}")  # fmt: skip

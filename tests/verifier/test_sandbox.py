@@ -1,0 +1,139 @@
+"""The sandbox holds on its own: hostile candidates run with the static checks switched off.
+
+Each test gives the candidate a real chance (real files, a real server on 127.0.0.1, real processes) and
+checks from outside that it achieved nothing, and that the verdict is the right one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.verifier.zoo_cases import sandbox_case
+from verifier import VerifierPool, procs, sandbox
+
+pytestmark = pytest.mark.skipif(
+    sandbox.namespaces_available() is not None, reason=f"namespaces unavailable: {sandbox.namespaces_available()}"
+)
+UNCHECKED = {"static_checks": False, "timeout": 30, "trials": 2, "memory_limit": 2 * 1024**3}
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with VerifierPool(size=1, device="cpu") as pool:
+        yield pool
+
+
+def _customised(name: str, tmp_path: Path, **replacements: str) -> tuple[Path, Path]:
+    case = sandbox_case(name)
+    text = case.candidate.read_text()
+    for key, value in replacements.items():
+        text = text.replace(key, value)
+    candidate = tmp_path / f"{name}.py"
+    candidate.write_text(text)
+    return case.task, candidate
+
+
+def test_segfault_is_a_crash(pool):
+    case = sandbox_case("segfault")
+    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    assert report.verdict == "crashed"
+    assert "SIGSEGV" in report.message
+
+
+def test_exit_zero_before_reporting_is_a_crash(pool):
+    case = sandbox_case("os_exit_zero")
+    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    assert report.verdict == "crashed"
+    assert "exited with code 0 before reporting" in report.message
+
+
+def test_fake_report_is_captured_not_believed(pool):
+    case = sandbox_case("fake_report_stdout")
+    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    assert report.verdict == "incorrect"
+    calls = UNCHECKED["trials"] + 1  # every trial, then the enable_grad call
+    assert report.candidate_output["stdout"].count('"verdict": "correct"') == 4 * calls
+    assert '"verdict": "correct"' in report.candidate_output["stderr"]
+
+
+def test_cannot_write_outside_scratch(pool, tmp_path):
+    outside = [Path.home() / f"tritonize-escape-{uuid.uuid4().hex}", Path("/var/tmp") / f"escape-{uuid.uuid4().hex}"]
+    task, candidate = _customised("write_outside", tmp_path, TARGETS=repr([str(p) for p in outside]))
+    report = pool.verify(task, candidate, **UNCHECKED)
+    assert report.verdict == "correct"
+    assert not any(p.exists() for p in outside)
+    assert report.isolation["filesystem"].startswith("read-only")
+
+
+def test_cannot_reach_the_network(pool, tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.settimeout(10)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            accepted.append(server.accept()[0])
+
+    listener = threading.Thread(target=accept)
+    listener.start()
+    task, candidate = _customised("network", tmp_path, PORT=str(server.getsockname()[1]))
+    report = pool.verify(task, candidate, **UNCHECKED)
+    server.close()
+    listener.join()
+    assert report.verdict == "correct"
+    assert accepted == []
+    assert report.isolation["network"] == "none"
+
+
+def test_leaves_no_process_behind(pool, tmp_path):
+    marker = str(900000 + uuid.uuid4().int % 99999)
+    task, candidate = _customised("leave_process", tmp_path, MARKER=marker)
+    report = pool.verify(task, candidate, **UNCHECKED)
+    assert report.verdict == "correct"
+    assert _processes_with_argument(marker) == []
+
+
+def test_cannot_read_the_reference_outputs(pool, tmp_path):
+    task, candidate = _customised("steal_reference", tmp_path, PARENT_TMP=tempfile.gettempdir())
+    report = pool.verify(task, candidate, **UNCHECKED)
+    assert report.verdict == "incorrect"
+
+
+@pytest.mark.parametrize(("name", "rule"), [("thread_runtime", "TRI353"), ("patch_timer_runtime", "TRI356")])
+def test_runtime_watch_sees_what_static_checks_missed(pool, name, rule):
+    case = sandbox_case(name)
+    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    assert report.verdict == "rejected"
+    assert rule in {v["rule"] for v in report.violations}
+
+
+def test_pool_closes_every_process():
+    case = sandbox_case("segfault")
+    before = set(procs.descendants(os.getpid()))
+    with VerifierPool(size=1, device="cpu") as pool:
+        pool.verify(case.task, case.candidate, **UNCHECKED)
+        assert set(procs.descendants(os.getpid())) - before
+    assert set(procs.descendants(os.getpid())) <= before
+
+
+def _processes_with_argument(argument: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argument.encode() in cmdline:
+                found.append(int(entry))
+    return found

@@ -1,0 +1,44 @@
+"""Every correct kernel passes and every hack or fault in the zoo gets its verdict, on CPU (interpreter)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.verifier.zoo_cases import zoo_cases
+from verifier import VerifierPool, procs
+
+CASES = zoo_cases()
+ZOO_OPTIONS = {"timeout": 15, "memory_limit": 2 * 1024**3, "trials": 3}
+
+
+@pytest.fixture(scope="module")
+def cpu_reports():
+    """Run the whole zoo once through a two-slot pool; the pool is closed before the assertions."""
+    with VerifierPool(size=2, device="cpu") as pool:
+        reports = pool.verify_many([(c.task, c.candidate) for c in CASES], **ZOO_OPTIONS)
+    return dict(zip([c.id for c in CASES], reports))
+
+
+def test_zoo_is_large_enough():
+    hostile = [c for c in CASES if c.verdict != "correct"]
+    assert len(hostile) >= 20
+    assert {c.verdict for c in CASES} >= {"correct", "incorrect", "rejected", "compile_error", "runtime_error",
+                                          "timeout", "crashed"}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_zoo_verdict(case, cpu_reports):
+    report = cpu_reports[case.id]
+    rules = {v["rule"] for v in report.violations}
+    assert report.verdict == case.verdict, report.message
+    assert set(case.rules) <= rules, report.violations
+    assert report.passed == (case.verdict == "correct")
+    assert report.reward == (1.0 if case.verdict == "correct" else 0.0)
+    assert report.timing is None
+    assert report.interpreter is True
+
+
+def test_no_process_left_after_zoo(cpu_reports):
+    assert procs.descendants(os.getpid()) == []
