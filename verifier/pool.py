@@ -64,11 +64,6 @@ class Worker:
         self.start_seconds = 0.0
         self._job_counter = 0
 
-    @property
-    def inside_scratch(self) -> str:
-        """The scratch directory as the sandboxed code sees it."""
-        return "/tmp" if self.isolation.get("method") == "namespaces" else str(self.scratch)
-
     def ensure_started(self) -> float:
         """Start the worker if it is not running; return the seconds that took (0 if it was warm)."""
         if self.process is not None and self.process.poll() is None:
@@ -78,7 +73,8 @@ class Worker:
         self.scratch.mkdir(parents=True, exist_ok=True)
         prefix, self.isolation = sandbox.launch_prefix(self.isolate)
         command = [*prefix, sys.executable, "-m", "verifier.worker", "--scratch", str(self.scratch)]
-        command += ["--hide", str(self.base)]
+        cover = self.base.parent if self.base.parent != Path("/") else self.base
+        command += ["--cover", str(cover)]
         command += [arg for path in self.writable for arg in ("--writable", path)]
         if prefix:
             command.append("--lockdown")

@@ -3,7 +3,7 @@
 A worker is started as `unshare --user --net --pid --mount --fork --kill-child --mount-proc python -m
 verifier.worker ...`: it becomes PID 1 of a fresh PID namespace (so every process it leaves behind dies
 with it), has no network, and before any untrusted code runs it remounts every filesystem read-only except
-its own scratch directory, which it mounts over /tmp so that nothing else of the verifier's is visible.
+its own scratch directory, and hides the temp dir (where the verifier keeps references) under an empty tmpfs.
 Where namespaces are unavailable the worker still runs in its own session, with a warning in the report.
 """
 
@@ -84,20 +84,25 @@ def describe(method: str | None, warning: str | None) -> dict:
     }
 
 
-def lockdown(scratch: str, hide: str, writable: list[str]) -> None:
-    """Inside a fresh mount namespace: scratch over /tmp, `hide` made invisible, everything else read-only.
+def lockdown(scratch: str, cover: str, writable: list[str]) -> None:
+    """Inside a fresh mount namespace: hide `cover` (the temp dir holding every verifier's private files)
+    under an empty tmpfs, bring back only this worker's scratch (writable) and the interpreter's own files
+    that live there (read-only), and make every other filesystem read-only.
 
-    `writable` paths (e.g. a persistent compile cache for the trusted reference) stay writable.
+    `writable` paths (e.g. the trusted reference's persistent compile cache) stay writable.
     """
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    for path in writable:
-        _mount(path, path, None, MS_BIND | MS_REC)
-    _mount(scratch, "/tmp", None, MS_BIND | MS_REC)
-    if os.path.exists(hide):
-        _mount("tmpfs", hide, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=000")
-    keep = {"/tmp", *writable}
+    keep = _visible_code_paths(cover)
+    handles = {path: os.open(path, os.O_PATH) for path in [scratch, *keep, *writable]}
+    _mount("tmpfs", cover, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
+    for path, fd in handles.items():
+        if path.startswith(cover + os.sep) or path == cover:
+            os.makedirs(path, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+        os.close(fd)
+    stay_writable = {scratch, *writable}
     for mount_point, options in _mounts():
-        if mount_point in keep or mount_point.startswith("/proc") or _is_device_dir(mount_point):
+        if mount_point in stay_writable or mount_point.startswith("/proc") or _is_device_dir(mount_point):
             continue
         flags = MS_REMOUNT | MS_BIND | MS_RDONLY
         for option in options:
@@ -105,9 +110,17 @@ def lockdown(scratch: str, hide: str, writable: list[str]) -> None:
         try:
             _mount(None, mount_point, None, flags)
         except OSError:
-            if mount_point in {"/", "/root", "/home", "/usr", "/etc", "/dev/shm"}:
+            if mount_point in {"/", "/root", "/home", "/usr", "/etc", "/dev/shm", cover}:
                 raise
     become_subreaper()
+
+
+def _visible_code_paths(cover: str) -> list[str]:
+    """Directories under `cover` that this interpreter imports from (a venv or checkout inside /tmp)."""
+    candidates = {sys.prefix, sys.base_prefix, os.path.dirname(sys.executable), *sys.path}
+    candidates |= {os.path.realpath(p) for p in list(candidates) if p}
+    inside = sorted(p for p in candidates if p and os.path.isdir(p) and p.startswith(cover + os.sep))
+    return [p for i, p in enumerate(inside) if not any(p.startswith(q + os.sep) for q in inside[:i])]
 
 
 def become_subreaper() -> None:

@@ -266,7 +266,7 @@ class _Verification:
             "dir": name,
             "device": self.pool.device,
             "init_seed": self.init_seed,
-            "source": f"{worker.inside_scratch}/{name}/{source or CANDIDATE_MODULE + '.py'}",
+            "source": f"{worker.scratch}/{name}/{source or CANDIDATE_MODULE + '.py'}",
             "module_name": CANDIDATE_MODULE,
             "timing_trials": self.opts.timing_trials,
             **extra,

@@ -24,16 +24,13 @@ def main(argv: list[str] | None = None) -> None:
     protocol_out = os.fdopen(os.dup(1), "w")
     _redirect(0, "/dev/null", os.O_RDONLY)
     _redirect(1, os.devnull, os.O_WRONLY)
+    from verifier import sandbox
+
     if args.lockdown:
-        from verifier import sandbox
-
-        sandbox.lockdown(args.scratch, args.hide, args.writable)
-        scratch = "/tmp"
+        sandbox.lockdown(args.scratch, args.cover, args.writable)
     else:
-        from verifier import sandbox
-
         sandbox.become_subreaper()
-        scratch = args.scratch
+    scratch = args.scratch
     _set_environment(scratch)
     os.chdir(scratch)
     import torch  # noqa: F401  (warm import, shared with every forked child)
@@ -119,7 +116,7 @@ def _reap() -> None:
 def _set_environment(scratch: str) -> None:
     os.environ["HOME"] = scratch
     os.environ["TMPDIR"] = scratch
-    os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(scratch, ".triton"))
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(scratch, ".triton")
     os.environ["XDG_CACHE_HOME"] = os.path.join(scratch, ".cache")
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
 
@@ -133,7 +130,7 @@ def _redirect(fd: int, path: str, flags: int) -> None:
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m verifier.worker")
     parser.add_argument("--scratch", required=True)
-    parser.add_argument("--hide", required=True)
+    parser.add_argument("--cover", required=True, help="directory to hide (the temp dir)")
     parser.add_argument("--writable", action="append", default=[])
     parser.add_argument("--lockdown", action="store_true")
     return parser.parse_args(argv)

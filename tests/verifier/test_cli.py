@@ -1,0 +1,108 @@
+"""`tritonize verify` as a user runs it: a real subprocess, real exit codes, nothing else on stdout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES
+
+REQUIRED_KEYS = {
+    "verdict", "reward", "violations", "max_abs_error", "max_rel_error", "trials", "device", "isolation", "timing",
+}  # fmt: skip
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tritonize(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "verifier", *args], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+
+
+def test_correct_candidate_exits_zero_with_the_contract_json():
+    result = tritonize(
+        "verify", str(FIXTURES / "tasks/add.py"), str(FIXTURES / "candidates/add_ok.py"), "--json", "--device", "cpu"
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert REQUIRED_KEYS <= report.keys()
+    assert report["verdict"] == "correct"
+    assert report["reward"] == 1.0
+    assert report["trials"] == 5
+    assert report["device"] == "cpu"
+    assert report["timing"] is None
+    assert report["violations"] == []
+    assert 0 <= report["max_abs_error"] <= 1e-4
+
+
+def test_hostile_candidate_output_never_reaches_stdout():
+    result = tritonize(
+        "verify", str(FIXTURES / "tasks/add.py"), str(FIXTURES / "zoo/fake_json_stdout.py"), "--json", "--trials", "2"
+    )
+    assert result.returncode == 1
+    report = json.loads(result.stdout)  # exactly one JSON object: the real report
+    assert report["verdict"] == "incorrect"
+    assert report["reward"] == 0.0
+    assert '"verdict": "correct"' in report["candidate_output"]["stdout"]
+
+
+@pytest.mark.parametrize(
+    ("candidate", "verdict"), [("zoo/torch_in_forward.py", "rejected"), ("zoo/syntax_error.py", "compile_error")]
+)
+def test_failing_verdicts_exit_one(candidate, verdict):
+    result = tritonize("verify", str(FIXTURES / "tasks/add.py"), str(FIXTURES / candidate), "--json")
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["verdict"] == verdict
+
+
+def test_text_output_names_the_verdict_and_rule():
+    result = tritonize("verify", str(FIXTURES / "tasks/add.py"), str(FIXTURES / "zoo/torch_in_forward.py"))
+    assert result.returncode == 1
+    assert "verdict: rejected" in result.stdout
+    assert "TRI302" in result.stdout
+
+
+def test_broken_task_exits_two_naming_file_and_line(tmp_path):
+    task = tmp_path / "broken_task.py"
+    task.write_text("import torch\n\nclass Model(torch.nn.Module)\n    pass\n")
+    result = tritonize("verify", str(task), str(FIXTURES / "candidates/add_ok.py"), "--json")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert f"{task}:3: syntax error" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_task_failing_at_run_time_exits_two_naming_the_line(tmp_path):
+    task = tmp_path / "raising_task.py"
+    source = (FIXTURES / "tasks/add.py").read_text()
+    task.write_text(source + "\n\ndef get_inputs():\n    raise ValueError('no inputs today')\n")
+    line = len(task.read_text().splitlines())
+    result = tritonize("verify", str(task), str(FIXTURES / "candidates/add_ok.py"))
+    assert result.returncode == 2
+    assert f"{task}:{line}: get_inputs failed: ValueError: no inputs today" in result.stderr
+
+
+def test_missing_files_and_bad_options_exit_two(tmp_path):
+    missing = tritonize("verify", str(tmp_path / "nope.py"), str(FIXTURES / "candidates/add_ok.py"))
+    assert missing.returncode == 2
+    assert "cannot read task file" in missing.stderr
+    bad = tritonize("verify", str(FIXTURES / "tasks/add.py"), str(FIXTURES / "candidates/add_ok.py"), "--trials", "0")
+    assert bad.returncode == 2
+    assert "--trials" in bad.stderr
+    assert tritonize().returncode == 2
+
+
+def test_no_gpu_means_cuda_request_is_a_usage_error():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    result = tritonize(
+        "verify", str(FIXTURES / "tasks/add.py"), str(FIXTURES / "candidates/add_ok.py"), "--device", "cuda"
+    )
+    assert result.returncode == 2
+    assert "no CUDA GPU" in result.stderr

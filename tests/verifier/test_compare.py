@@ -1,0 +1,85 @@
+"""Output comparison: tolerances by dtype, NaN/Inf placement, the constant-output and scale guards."""
+
+from __future__ import annotations
+
+import torch
+
+from verifier.compare import compare_outputs, compare_structure, tolerance_for
+
+
+def test_default_tolerances_follow_dtype_and_overrides_win():
+    assert tolerance_for(torch.float32, None, None) == (1e-4, 1e-4)
+    assert tolerance_for(torch.float16, None, None) == (1e-2, 1e-2)
+    assert tolerance_for(torch.bfloat16, None, None) == (1e-2, 1e-2)
+    assert tolerance_for(torch.float32, 0.5, None) == (0.5, 1e-4)
+
+
+def test_fp32_error_within_tolerance_passes_and_reports_errors():
+    ref = torch.linspace(-2, 2, 100)
+    result = compare_outputs([ref], [ref + 5e-5], "trial 1")
+    assert result.passed, result.problems
+    assert abs(result.max_abs_error - 5e-5) < 1e-6
+    assert abs(result.max_rel_error - 5e-5 / 2) < 1e-6
+
+
+def test_fp32_error_outside_tolerance_fails_with_counts():
+    ref = torch.linspace(-2, 2, 100)
+    cand = ref.clone()
+    cand[:3] += 1e-2
+    result = compare_outputs([ref], [cand], "trial 1")
+    assert not result.passed
+    assert "3 of 100 values outside atol=0.0001" in result.problems[0]
+
+
+def test_fp16_uses_the_looser_tolerance():
+    ref = torch.linspace(-2, 2, 100, dtype=torch.float16)
+    assert compare_outputs([ref], [ref + 5e-3], "t").passed
+    assert not compare_outputs([ref], [ref + 5e-2], "t").passed
+
+
+def test_zeros_for_a_tiny_magnitude_reference_fail():
+    """Softmax over wide rows: every value is below atol, so allclose alone would accept all zeros."""
+    ref = torch.softmax(torch.randn(4, 100_000), dim=1)
+    result = compare_outputs([ref], [torch.zeros_like(ref)], "trial 1")
+    assert not result.passed
+    assert any("constant" in p for p in result.problems)
+
+
+def test_small_noise_on_a_tiny_magnitude_reference_fails_on_scale():
+    ref = torch.softmax(torch.randn(4, 100_000), dim=1)
+    noisy = ref + 1e-5 * torch.rand_like(ref)
+    result = compare_outputs([ref], [noisy], "trial 1")
+    assert not result.passed
+    assert "of the reference's scale" in result.problems[0]
+
+
+def test_nan_and_inf_must_sit_where_the_reference_has_them():
+    ref = torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])
+    assert compare_outputs([ref], [ref.clone()], "t").passed
+    moved = torch.tensor([float("nan"), 1.0, float("inf"), -float("inf")])
+    problems = compare_outputs([ref], [moved], "t").problems
+    assert any("NaN" in p for p in problems)
+    flipped = torch.tensor([1.0, float("nan"), -float("inf"), -float("inf")])
+    assert not compare_outputs([ref], [flipped], "t").passed
+
+
+def test_dtype_shape_and_type_mismatches_are_named():
+    ref = torch.zeros(2, 3)
+    assert "dtype torch.float16" in compare_outputs([ref], [ref.half()], "t").problems[0]
+    assert "shape (3, 2)" in compare_outputs([ref], [ref.t().contiguous()], "t").problems[0]
+    assert "expected a torch.Tensor" in compare_outputs([ref], [None], "t").problems[0]
+
+
+def test_integer_outputs_must_match_exactly():
+    ref = torch.arange(10)
+    off = ref.clone()
+    off[4] += 1
+    assert compare_outputs([ref], [ref.clone()], "t").passed
+    assert "1 of 10 values differ" in compare_outputs([ref], [off], "t").problems[0]
+
+
+def test_structure_mismatch_is_reported():
+    single = {"kind": "leaf", "index": 0}
+    pair = {"kind": "tuple", "items": [single, {"kind": "leaf", "index": 1}]}
+    assert compare_structure(single, single, "forward") == []
+    assert "expected a single value, got tuple of 2" in compare_structure(single, pair, "forward")[0]

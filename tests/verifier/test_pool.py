@@ -1,0 +1,56 @@
+"""The pool reuses warm workers and survives crashes and hangs without affecting the next candidate."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import FIXTURES
+from verifier import VerifierPool, verify
+
+ADD = FIXTURES / "tasks/add.py"
+GOOD = FIXTURES / "candidates/add_ok.py"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with VerifierPool(size=1, device="cpu") as pool:
+        yield pool
+
+
+def test_second_verification_reuses_warm_workers(pool):
+    first = pool.verify(ADD, GOOD, trials=2)
+    second = pool.verify(ADD, GOOD, trials=2)
+    assert first.verdict == second.verdict == "correct"
+    assert first.phases["start_s"] > 0
+    assert second.phases["start_s"] == 0
+
+
+@pytest.mark.parametrize(
+    ("hostile", "verdict"), [("zoo/memory_bomb.py", "crashed"), ("zoo/hang_in_kernel.py", "timeout")]
+)
+def test_next_candidate_is_unaffected_by_a_killed_one(pool, hostile, verdict):
+    bad = pool.verify(ADD, FIXTURES / hostile, trials=2, timeout=8, memory_limit=1024**3)
+    assert bad.verdict == verdict
+    good = pool.verify(ADD, GOOD, trials=2)
+    assert good.verdict == "correct", good.message
+
+
+def test_verify_many_keeps_input_order_and_runs_concurrently():
+    pairs = [(ADD, GOOD), (ADD, FIXTURES / "zoo/wrong_op_sub.py"), (ADD, GOOD)]
+    with VerifierPool(size=2, device="cpu") as pool:
+        reports = pool.verify_many(pairs, trials=2)
+    assert [r.verdict for r in reports] == ["correct", "incorrect", "correct"]
+
+
+def test_seed_makes_a_run_reproducible():
+    a = verify(ADD, FIXTURES / "zoo/wrong_op_sub.py", device="cpu", seed=7, trials=2)
+    b = verify(ADD, FIXTURES / "zoo/wrong_op_sub.py", device="cpu", seed=7, trials=2)
+    assert a.max_abs_error == b.max_abs_error
+    assert a.seed == 7
+
+
+def test_invalid_options_are_rejected_before_running():
+    with pytest.raises(ValueError, match="trials"):
+        verify(ADD, GOOD, device="cpu", trials=0)
+    with pytest.raises(ValueError, match="device"):
+        verify(ADD, GOOD, device="tpu")
