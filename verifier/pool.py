@@ -239,6 +239,7 @@ class VerifierPool:
         for slot in self._slots:
             self._free.put(slot)
         self.timing_lock = threading.Lock()
+        self.baseline_cache: dict[tuple, dict] = {}
         self._closed = False
 
     def verify(self, task: str | os.PathLike, candidate: str | os.PathLike, **options):

@@ -8,6 +8,7 @@ module) ever sees both. Every way a run can end maps to exactly one verdict.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import random
 import secrets
@@ -220,18 +221,8 @@ class _Verification:
 
     def _measure(self, module_name: str) -> dict | None:
         self._copy_inputs()
-        ref_name = self.ref_dir.name
-        ref_outcome = self._run_job(
-            self.slot.reference,
-            ref_name,
-            "time_reference",
-            {"module_name": module_name, "compile": self.opts.compile_baseline},
-            source=f"{module_name}.py",
-            timeout=max(self.opts.timeout, 600.0),
-        )
-        ref = _read_json(self.ref_dir / RESULT_FILE)
-        if ref_outcome.status != "ok" or not ref or not ref.get("ok"):
-            self.report.warnings.append(f"baseline timing failed: {_describe_outcome(ref_outcome, self.ref_dir)}")
+        ref = self._baseline(module_name)
+        if ref is None:
             return None
         outcome = self._run_job(self.slot.candidate, self.cand_name, "time_candidate", {})
         result = self._job_result(outcome, self.cand_dir)
@@ -249,6 +240,28 @@ class _Verification:
             self._finish("incorrect", "; ".join(check.problems[:3]))
             return None
         return _timing_summary(result["candidate"], ref)
+
+    def _baseline(self, module_name: str) -> dict | None:
+        """Eager and torch.compile timings of the task, measured once per task and pool."""
+        key = (hashlib.sha256(self.task.read_bytes()).hexdigest(), self.opts.compile_baseline, self.opts.timing_trials)
+        cached = self.pool.baseline_cache.get(key)
+        if cached is not None:
+            return {**cached, "cached": True}
+        outcome = self._run_job(
+            self.slot.reference,
+            self.ref_dir.name,
+            "time_reference",
+            {"module_name": module_name, "compile": self.opts.compile_baseline},
+            source=f"{module_name}.py",
+            timeout=max(self.opts.timeout, 600.0),
+        )
+        ref = _read_json(self.ref_dir / RESULT_FILE)
+        if outcome.status != "ok" or not ref or not ref.get("ok"):
+            detail = ref.get("error") if ref else _describe_outcome(outcome, self.ref_dir)
+            self.report.warnings.append(f"baseline timing failed: {detail}")
+            return None
+        self.pool.baseline_cache[key] = ref
+        return ref
 
     # ------------------------------------------------------------ plumbing
 
@@ -339,6 +352,7 @@ def _timing_summary(candidate: dict, reference: dict) -> dict:
         "method": "cuda events, 256 MiB L2 flush before each call, median",
         "compile_error": reference.get("compile_error"),
         "reverified": False,
+        "baseline_cached": bool(reference.get("cached")),
     }
 
 

@@ -1,0 +1,86 @@
+"""The verifier under CUDA: the whole zoo, real GPU faults in a shared pool, and timing that is true."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from tests.conftest import FIXTURES
+from tests.verifier.zoo_cases import zoo_cases
+from verifier import VerifierPool
+
+pytestmark = pytest.mark.gpu
+CASES = zoo_cases()
+ADD = FIXTURES / "tasks/add.py"
+GOOD = FIXTURES / "candidates/add_ok.py"
+
+
+@pytest.fixture(scope="module")
+def gpu_pool():
+    with VerifierPool(size=2, device="cuda") as pool:
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def gpu_reports(gpu_pool):
+    pairs = [(c.task, c.candidate) for c in CASES]
+    reports = gpu_pool.verify_many(pairs, timeout=30, memory_limit=8 * 1024**3, trials=3, timing=False)
+    return dict(zip([c.id for c in CASES], reports))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_zoo_verdict_on_gpu(case, gpu_reports):
+    report = gpu_reports[case.id]
+    assert report.verdict == case.verdict, report.message
+    assert set(case.rules) <= {v["rule"] for v in report.violations}
+    assert report.device == "cuda"
+    assert report.interpreter is False
+
+
+@pytest.mark.parametrize(
+    ("hostile", "verdict"), [("gpu/illegal_access.py", "runtime_error"), ("zoo/hang_in_kernel.py", "timeout")]
+)
+def test_gpu_fault_then_correct_in_the_same_pool(gpu_pool, hostile, verdict):
+    bad = gpu_pool.verify(ADD, FIXTURES / hostile, trials=2, timeout=20, timing=False)
+    assert bad.verdict == verdict, bad.message
+    good = gpu_pool.verify(ADD, GOOD, trials=2, timing=False)
+    assert good.verdict == "correct", good.message
+
+
+def test_timing_reports_all_three_medians(gpu_pool):
+    report = gpu_pool.verify(FIXTURES / "tasks/softmax.py", FIXTURES / "candidates/softmax_ok.py", trials=2)
+    assert report.verdict == "correct", report.message
+    timing = report.timing
+    assert timing["candidate_ms"] > 0 and timing["eager_ms"] > 0
+    assert timing["compile_ms"] is None or timing["compile_ms"] > 0
+    assert timing["speedup_vs_eager"] == pytest.approx(timing["eager_ms"] / timing["candidate_ms"])
+
+
+def test_copy_bound_kernel_reaches_70_percent_of_copy_bandwidth(gpu_pool):
+    import torch
+
+    report = gpu_pool.verify(
+        FIXTURES / "gpu/copy.py", FIXTURES / "gpu/copy_triton.py", trials=1, compile_baseline=False, timeout=300
+    )
+    assert report.verdict == "correct", report.message
+    moved = 2 * 64 * 1024 * 1024 * 4
+    kernel_bandwidth = moved / (report.timing["candidate_ms"] / 1e3)
+    device_bandwidth = _copy_bandwidth(torch, 64 * 1024 * 1024)
+    print(f"kernel {kernel_bandwidth / 1e12:.2f} TB/s, torch copy {device_bandwidth / 1e12:.2f} TB/s")
+    assert kernel_bandwidth >= 0.7 * device_bandwidth
+
+
+def _copy_bandwidth(torch, n: int) -> float:
+    """Bytes read plus written per second by a device-to-device copy, median of 50."""
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    times = []
+    for _ in range(50):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        dst.copy_(src)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return 2 * n * 4 / statistics.median(times)
