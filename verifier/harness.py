@@ -68,6 +68,8 @@ def run_job(job: dict) -> None:
         result = handlers[job["kind"]](job)
     except StageError as exc:
         result = exc.as_result()
+    except Exception as exc:  # e.g. a CUDA fault that surfaces only when the harness synchronises
+        result = StageError("run", exc, job["source"]).as_result()
     result["seconds"] = time.perf_counter() - started
     with open(RESULT_FILE, "w") as f:
         json.dump(result, f)
@@ -192,7 +194,7 @@ def run_candidate(job: dict) -> dict:
         watch.launches.reset()
         with grad_mode():
             output = _stage("forward", job["source"], lambda args=on_device: model(*args))
-        _synchronize(device)
+            _stage("forward", job["source"], lambda: _synchronize(device))
         launches.append(watch.launches.count)
         _check_launch(watch, grad_mode, stream)
         _check_inputs(watch, before, on_device)

@@ -61,15 +61,14 @@ class Worker:
         self.process: subprocess.Popen | None = None
         self.zygote_pid: int | None = None
         self.isolation: dict = {}
-        self.start_seconds = 0.0
         self._job_counter = 0
 
     def ensure_started(self) -> float:
         """Start the worker if it is not running; return the seconds that took (0 if it was warm)."""
-        if self.process is not None and self.process.poll() is None:
-            return 0.0
+        return start_workers([self])
+
+    def _launch(self) -> None:
         self.stop()
-        started = time.perf_counter()
         self.scratch.mkdir(parents=True, exist_ok=True)
         prefix, self.isolation = sandbox.launch_prefix(self.isolate)
         command = [*prefix, sys.executable, "-m", "verifier.worker", "--scratch", str(self.scratch)]
@@ -89,14 +88,18 @@ class Worker:
             cwd=self.scratch,
         )
         log.close()
+
+    def _await_ready(self) -> None:
         line = self._read_line(time.monotonic() + WORKER_START_TIMEOUT)
         if not line:
             detail = self._log_tail()
             self.stop()
             raise WorkerStartError(f"verifier worker {self.name} failed to start: {detail}")
         self.zygote_pid = self._find_zygote()
-        self.start_seconds = time.perf_counter() - started
-        return self.start_seconds
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
 
     def new_job_dir(self) -> tuple[str, Path]:
         """A fresh job directory: (name relative to the scratch, host path)."""
@@ -205,6 +208,19 @@ class Worker:
         except OSError:
             return "no log"
         return text.splitlines()[-1] if text else "no output"
+
+
+def start_workers(workers: Iterable[Worker]) -> float:
+    """Start every worker that is not running, all at once; return the seconds until all were ready."""
+    cold = [w for w in workers if not w.running]
+    if not cold:
+        return 0.0
+    started = time.perf_counter()
+    for worker in cold:
+        worker._launch()
+    for worker in cold:
+        worker._await_ready()
+    return time.perf_counter() - started
 
 
 class Slot:

@@ -23,7 +23,7 @@ from verifier import compare
 from verifier.hack_rules import check_candidate
 from verifier.harness import INIT_FILE, INPUTS_FILE, OUTPUTS_FILE, RESULT_FILE
 from verifier.options import VerifyOptions
-from verifier.pool import JobOutcome, Slot, VerifierPool, Worker
+from verifier.pool import JobOutcome, Slot, VerifierPool, Worker, start_workers
 from verifier.report import Report
 
 REJECTING_RUNTIME_RULES = {"TRI351", "TRI352", "TRI353", "TRI356"}
@@ -118,7 +118,7 @@ class _Verification:
             self._finish("rejected", f"{len(errors)} anti-hacking rule violation(s); first: {first.rule} at line "
                          f"{first.line}: {first.message}")  # fmt: skip
             return
-        self.phases["start_s"] = self.slot.reference.ensure_started() + self.slot.candidate.ensure_started()
+        self.phases["start_s"] = start_workers([self.slot.reference, self.slot.candidate])
         report.isolation = self.slot.candidate.isolation
         report.warnings.extend(report.isolation.get("warnings", []))
         if not self._check_correctness(module_name, self.opts.trials):
@@ -272,7 +272,7 @@ class _Verification:
     def _run_job(
         self, worker: Worker, name: str, kind: str, extra: dict, source: str | None = None, timeout: float | None = None
     ) -> JobOutcome:
-        if worker.process is None:
+        if not worker.running:
             self.phases["start_s"] = self.phases.get("start_s", 0.0) + worker.ensure_started()
         job = {
             "kind": kind,
