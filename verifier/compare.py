@@ -55,6 +55,15 @@ def compare_structure(ref_structure: object, cand_structure: object, label: str)
     return [f"{label}: output structure differs: expected {_show(ref_structure)}, got {_show(cand_structure)}"]
 
 
+def compare_devices(reference: list[dict], candidate: list[dict]) -> list[str]:
+    """Problems with where outputs live (a CPU result for a GPU task means the work left the GPU)."""
+    problems = []
+    for index, (ref, cand) in enumerate(zip(reference, candidate)):
+        if "device" in ref and cand.get("device") != ref["device"]:
+            problems.append(f"output {index} is on {cand.get('device', 'no device')}, expected {ref['device']}")
+    return problems
+
+
 def compare_outputs(
     reference: list, candidate: list, label: str, atol: float | None = None, rtol: float | None = None
 ) -> Comparison:

@@ -19,7 +19,7 @@ RULES: dict[str, Rule] = {
         Rule("TRI301", "no-triton-kernel", "error", "the candidate defines no @triton.jit kernel"),
         Rule("TRI302", "torch-compute", "error", "PyTorch compute on the forward path instead of Triton"),
         Rule("TRI303", "try-except", "error", "try/except can hide a fallback to PyTorch"),
-        Rule("TRI304", "forbidden-import", "error", "import outside the allow-list (threads, processes, I/O...)"),
+        Rule("TRI304", "forbidden-import", "error", "import or call outside the allow-list (threads, processes, I/O)"),
         Rule("TRI305", "dynamic-code", "error", "eval/exec/getattr-style dynamic code the checks cannot see"),
         Rule("TRI306", "dunder-access", "error", "access to interpreter internals through __dunder__ names"),
         Rule("TRI307", "monkey-patch", "error", "assignment to an attribute of an imported module or class"),
@@ -55,6 +55,10 @@ DELEGATION_PREFIXES = (
     "torch.utils.cpp_extension", "torch.cuda.jiterator",
 )  # fmt: skip
 CACHE_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.cached_property"}
+IO_PREFIXES = (
+    "torch.load", "torch.save", "torch.from_file", "torch.hub", "torch.serialization", "torch.multiprocessing",
+    "torch.distributed", "torch.utils.data",
+)  # fmt: skip
 
 # What a launcher may do with PyTorch: allocate, inspect and re-view tensors. Everything else is compute.
 ALLOWED_TORCH = {
@@ -239,6 +243,8 @@ class _Checker:
             self._add("TRI311", node, f"`{resolved}`: candidates must not seed or replay random state")
         elif node.attr in PRECISION_NAMES:
             self._add("TRI312", node, f"`{resolved}` lowers precision for everything that follows")
+        elif resolved.startswith(IO_PREFIXES):
+            self._add("TRI304", node, f"`{resolved}` reads or writes files or spawns processes")
         elif resolved.startswith(DELEGATION_PREFIXES) or any(p.startswith("_") for p in parts[1:]):
             self._add("TRI313", node, f"`{resolved}` delegates to PyTorch's compilers or internals")
 

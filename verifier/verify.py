@@ -152,6 +152,7 @@ class _Verification:
         report.violations.extend(result["violations"])
         cand_outputs = torch.load(self.cand_dir / OUTPUTS_FILE, weights_only=True)
         problems = compare.compare_structure(ref_result["structure"], result["structure"], "forward")
+        problems += compare.compare_devices(ref_result["leaves"], result["leaves"])
         comparison = compare.Comparison(problems=problems)
         if not problems:
             for index, outputs in enumerate(cand_outputs):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from verifier.compare import compare_outputs, compare_structure, tolerance_for
+from verifier.compare import compare_devices, compare_outputs, compare_structure, tolerance_for
 
 
 def test_default_tolerances_follow_dtype_and_overrides_win():
@@ -83,3 +83,9 @@ def test_structure_mismatch_is_reported():
     pair = {"kind": "tuple", "items": [single, {"kind": "leaf", "index": 1}]}
     assert compare_structure(single, single, "forward") == []
     assert "expected a single value, got tuple of 2" in compare_structure(single, pair, "forward")[0]
+
+
+def test_outputs_must_live_on_the_reference_device():
+    cuda = {"type": "Tensor", "dtype": "torch.float32", "shape": [4], "device": "cuda"}
+    assert compare_devices([cuda], [cuda]) == []
+    assert compare_devices([cuda], [{**cuda, "device": "cpu"}]) == ["output 0 is on cpu, expected cuda"]

@@ -47,7 +47,8 @@ CASES = {
         candidate("return relu(x)", prelude="from torch import relu"),
     ],
     "TRI303": [candidate("try:\n    pass\nexcept Exception:\n    pass\n" + LAUNCH)],
-    "TRI304": [candidate(LAUNCH, prelude=p) for p in ("import os", "import threading", "from ctypes import CDLL")],
+    "TRI304": [candidate(LAUNCH, prelude=p) for p in ("import os", "import threading", "from ctypes import CDLL")]
+    + [candidate(LAUNCH, extra="_PEEK = torch.load('/tmp/outputs.pt')")],
     "TRI305": [candidate("exec('y = 1')\n" + LAUNCH), candidate("f = getattr(torch, 'relu')\n" + LAUNCH)],
     "TRI306": [candidate("t = x.__class__\n" + LAUNCH)],
     "TRI307": [candidate(LAUNCH, extra="torch.cuda.synchronize = lambda: None")],

@@ -54,3 +54,14 @@ def test_invalid_options_are_rejected_before_running():
         verify(ADD, GOOD, device="cpu", trials=0)
     with pytest.raises(ValueError, match="device"):
         verify(ADD, GOOD, device="tpu")
+
+
+def test_without_isolation_runs_still_happen_in_killable_processes_with_a_warning():
+    with VerifierPool(size=1, device="cpu", isolate=False) as pool:
+        good = pool.verify(ADD, GOOD, trials=2)
+        hung = pool.verify(ADD, FIXTURES / "zoo/hang_at_import.py", trials=2, timeout=5)
+    assert good.verdict == "correct"
+    assert good.isolation["method"] == "process"
+    assert good.isolation["network"] == "host"
+    assert any("isolation was turned off" in w for w in good.warnings)
+    assert hung.verdict == "timeout"
