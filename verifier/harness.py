@@ -88,7 +88,7 @@ def run_reference(job: dict) -> dict:
     seed_everything(job["init_seed"])
     init_inputs = _stage("get_init_inputs", job["source"], lambda: list(module.get_init_inputs()))
     model = _stage("init", job["source"], lambda: _build(module.Model, init_inputs, job["init_seed"], device))
-    all_inputs, all_outputs, structure = [], [], None
+    all_inputs, all_outputs, structure, leaves = [], [], None, []
     for seed in job["trial_seeds"]:
         seed_everything(seed)
         inputs = _stage("get_inputs", job["source"], lambda: list(module.get_inputs()))
@@ -101,7 +101,7 @@ def run_reference(job: dict) -> dict:
     torch.save(init_inputs, INIT_FILE)
     torch.save(all_inputs, INPUTS_FILE)
     torch.save(all_outputs, OUTPUTS_FILE)
-    return {"ok": True, "structure": structure, "leaves": [_describe(x) for x in all_outputs[0]]}
+    return {"ok": True, "structure": structure, "leaves": [_describe(x) for x in leaves]}
 
 
 def time_reference(job: dict) -> dict:
