@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
+    from verifier.pool import WorkerStartError
     from verifier.verify import TaskError, UsageError, verify
 
     try:
@@ -71,7 +72,7 @@ def _run_verify(args: argparse.Namespace) -> int:
             timing_trials=args.timing_trials,
             compile_baseline=not args.no_compile_baseline,
         )
-    except (TaskError, UsageError, ValueError) as exc:
+    except (TaskError, UsageError, ValueError, WorkerStartError) as exc:
         print(f"tritonize verify: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     for warning in report.warnings:

@@ -31,6 +31,7 @@ RESULT_FILE = "result.json"
 
 _CLONE = torch.Tensor.clone
 _EQUAL = torch.equal
+_SAVE = torch.save
 
 
 class StageError(Exception):
@@ -138,8 +139,8 @@ class Watch:
         self.threads_before = {t.ident for t in threading.enumerate()}
         self.threads_started: list[str] = []
         _count_thread_starts(self.threads_started)
-        self.originals = [(o, n, getattr(o, n)) for o, n, _ in timing.tamper_targets()]
-        self.originals += [(torch.Tensor, "clone", _CLONE), (torch, "equal", _EQUAL), (torch, "save", torch.save)]
+        self.originals = timing.tamper_targets()
+        self.originals += [(torch.Tensor, "clone", _CLONE), (torch, "equal", _EQUAL), (torch, "save", _SAVE)]
         self.violations: list[dict] = []
 
     def flag(self, rule: str, message: str) -> None:

@@ -84,9 +84,8 @@ class _Verification:
             task=str(task),
             candidate=str(candidate),
         )
-        seeder = random.Random(opts.seed) if opts.seed is not None else secrets.SystemRandom()
-        self.seeder = seeder
-        self.init_seed = seeder.randrange(2**31)
+        self.seeder = random.Random(opts.seed) if opts.seed is not None else secrets.SystemRandom()
+        self.init_seed = self.seeder.randrange(2**31)
 
     def run(self) -> Report:
         started = time.perf_counter()
