@@ -352,11 +352,12 @@ def _synchronize(device: torch.device) -> None:
 
 
 def _line_in(exc: BaseException, source_file: str) -> int | None:
-    if isinstance(exc, SyntaxError) and exc.filename and os.path.samefile(exc.filename, source_file):
+    target = os.path.abspath(source_file)
+    if isinstance(exc, SyntaxError) and exc.filename and os.path.abspath(exc.filename) == target:
         return exc.lineno
     line = None
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        if os.path.abspath(frame.f_code.co_filename) == os.path.abspath(source_file):
+        if os.path.abspath(frame.f_code.co_filename) == target:
             line = lineno
     for attr in ("lineno", "line"):
         value = getattr(exc, attr, None)
