@@ -133,7 +133,7 @@ class _Verification:
         """Reference then candidate on `trials` fresh input sets; True if the candidate is correct."""
         seeds = [self.seeder.randrange(2**31) for _ in range(trials)]
         started = time.perf_counter()
-        self.ref_dir, ref_result, ref_outputs = self._run_reference(module_name, seeds)
+        self.ref_dir, ref_result, self.ref_outputs = self._run_reference(module_name, seeds)
         self.phases["reference_s"] = self.phases.get("reference_s", 0.0) + time.perf_counter() - started
         started = time.perf_counter()
         self.cand_name, self.cand_dir = self.slot.candidate.new_job_dir()
@@ -156,9 +156,9 @@ class _Verification:
         if not problems:
             for index, outputs in enumerate(cand_outputs):
                 label = f"trial {index + 1}" if index < trials else "enable_grad call"
-                reference = ref_outputs[index] if index < trials else ref_outputs[0]
+                reference = self.ref_outputs[index] if index < trials else self.ref_outputs[0]
                 comparison.merge(compare.compare_outputs(reference, outputs, label, self.opts.atol, self.opts.rtol))
-            self._check_repeated_outputs(ref_outputs, cand_outputs, comparison)
+            self._check_repeated_outputs(self.ref_outputs, cand_outputs, comparison)
         report.max_abs_error = comparison.max_abs_error
         report.max_rel_error = comparison.max_rel_error
         report.tolerance = comparison.tolerance or None
@@ -234,8 +234,7 @@ class _Verification:
             self._finish("rejected", f"while timed: {rejecting[0]['rule']}: {rejecting[0]['message']}")
             return None
         timed_output = torch.load(self.cand_dir / OUTPUTS_FILE, weights_only=True)[0]
-        reference = torch.load(self.ref_dir / OUTPUTS_FILE, weights_only=True)[0]
-        check = compare.compare_outputs(reference, timed_output, "timed call", self.opts.atol, self.opts.rtol)
+        check = compare.compare_outputs(self.ref_outputs[0], timed_output, "timed call", self.opts.atol, self.opts.rtol)
         if not check.passed:
             self._finish("incorrect", "; ".join(check.problems[:3]))
             return None
