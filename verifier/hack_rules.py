@@ -101,6 +101,24 @@ def check_candidate(source: str, task_module: str | None = None) -> list[Finding
     return sorted(checker.findings, key=lambda f: (f.line, f.column, f.rule))
 
 
+def _torch_attribute_rule(resolved: str) -> tuple[str, str] | None:
+    """(rule, message) for a torch name that a specific rule refuses wherever it appears, else None."""
+    parts = resolved.split(".")
+    if parts[0] != "torch":
+        return None
+    if (parts[-1] in STREAM_NAMES and "cuda" in parts) or resolved in {"torch.Stream", "torch.Event"}:
+        return "TRI309", f"`{resolved}`: work on side streams or graphs escapes timing"
+    if parts[-1] in SEED_NAMES:
+        return "TRI311", f"`{resolved}`: candidates must not seed or replay random state"
+    if parts[-1] in PRECISION_NAMES:
+        return "TRI312", f"`{resolved}` lowers precision for everything that follows"
+    if resolved.startswith(IO_PREFIXES):
+        return "TRI304", f"`{resolved}` reads or writes files or spawns processes"
+    if resolved.startswith(DELEGATION_PREFIXES) or any(p.startswith("_") for p in parts[1:]):
+        return "TRI313", f"`{resolved}` delegates to PyTorch's compilers or internals"
+    return None
+
+
 def _dotted(node: ast.AST) -> str | None:
     """`a.b.c` for a chain of attribute loads on a name; None for anything else."""
     parts: list[str] = []
@@ -233,20 +251,9 @@ class _Checker:
         if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
             self._add("TRI306", node, f"`.{node.attr}` reaches interpreter internals")
             return
-        resolved = self._resolve(node) or ""
-        parts = resolved.split(".")
-        if parts[0] != "torch":
-            return
-        if (node.attr in STREAM_NAMES and "cuda" in parts) or resolved in {"torch.Stream", "torch.Event"}:
-            self._add("TRI309", node, f"`{resolved}`: work on side streams or graphs escapes timing")
-        elif node.attr in SEED_NAMES:
-            self._add("TRI311", node, f"`{resolved}`: candidates must not seed or replay random state")
-        elif node.attr in PRECISION_NAMES:
-            self._add("TRI312", node, f"`{resolved}` lowers precision for everything that follows")
-        elif resolved.startswith(IO_PREFIXES):
-            self._add("TRI304", node, f"`{resolved}` reads or writes files or spawns processes")
-        elif resolved.startswith(DELEGATION_PREFIXES) or any(p.startswith("_") for p in parts[1:]):
-            self._add("TRI313", node, f"`{resolved}` delegates to PyTorch's compilers or internals")
+        classified = _torch_attribute_rule(self._resolve(node) or "")
+        if classified is not None:
+            self._add(classified[0], node, classified[1])
 
     def _check_patching(self, node: ast.AST) -> None:
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
@@ -382,8 +389,8 @@ class _ForwardScan:
     def _call_name(self, node: ast.Call, name: str, resolved: str | None) -> None:
         checker = self.checker
         root = resolved.split(".")[0] if resolved else None
-        if name in self.locals or name in checker.classes:
-            return
+        if name in self.locals or name in checker.classes or name in DYNAMIC_BUILTINS:
+            return  # dynamic builtins are refused module-wide (TRI305)
         if name in checker.kernels:
             self._add("TRI302", node, f"kernel `{name}` must be launched as `{name}[grid](...)`")
         elif name in checker.functions:
@@ -430,7 +437,7 @@ class _ForwardScan:
         return func, methods, frozenset(tensors)
 
     def _torch_call(self, node: ast.Call, resolved: str) -> None:
-        if resolved not in ALLOWED_TORCH:
+        if resolved not in ALLOWED_TORCH and _torch_attribute_rule(resolved) is None:
             self._add("TRI302", node, f"`{resolved}` computes in PyTorch; move the work into a Triton kernel")
 
     def _torch_reference(self, node: ast.Attribute) -> None:
@@ -440,6 +447,7 @@ class _ForwardScan:
         if parts[0] != "torch" or len(parts) < 2:
             return
         harmless = resolved in ALLOWED_TORCH or parts[-1] in TORCH_DTYPES or parts[1] == "cuda"
+        harmless = harmless or _torch_attribute_rule(resolved) is not None
         if resolved.startswith("torch.nn.functional") or (not harmless and parts[1] != "nn"):
             self._add("TRI302", node, f"`{resolved}` is PyTorch compute on the forward path")
 
