@@ -1,0 +1,141 @@
+"""A small, conservative data-flow view of one kernel: which facts reach an expression.
+
+Names are followed through every assignment in the kernel (all branches, all loop iterations), so a tag
+means "may reach". Rules use tags to ask questions such as "is this offset built from program_id and
+arange?" or "does this value come from a masked load without `other=`?".
+"""
+
+from __future__ import annotations
+
+import ast
+
+from verifier.audit.source_index import Kernel, SourceIndex
+
+REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod", "xor_sum", "associative_scan"}
+MAX_DEPTH = 60
+LOW_PRECISION = {"float16", "bfloat16", "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16"}
+
+
+class KernelFlow:
+    """Tag sets for expressions of one kernel, memoised per name."""
+
+    def __init__(self, index: SourceIndex, kernel: Kernel):
+        self.index = index
+        self.kernel = kernel
+        self._names: dict[str, frozenset[str]] = {}
+        self._active: set[str] = set()
+        self._nodes: dict[int, frozenset[str]] = {}
+
+    def tags(self, node: ast.AST | None, depth: int = 0) -> frozenset[str]:
+        """Facts that may reach `node`: pid, arange, wrapped, load, masked_no_other, max, sub, i64, block_ptr,
+        and `param:<name>` for each kernel parameter it depends on."""
+        if node is None or depth > MAX_DEPTH:
+            return frozenset()
+        if isinstance(node, ast.Name):
+            return self._name_tags(node.id, depth)
+        key = id(node)
+        if key in self._nodes:
+            return self._nodes[key]
+        tags = self._expression_tags(node, depth)
+        if not self._active:
+            self._nodes[key] = tags
+        return tags
+
+    def _expression_tags(self, node: ast.AST, depth: int) -> frozenset[str]:
+        if isinstance(node, ast.Call):
+            return self._call_tags(node, depth)
+        tags = frozenset().union(*(self.tags(child, depth + 1) for child in ast.iter_child_nodes(node)))
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Mult):
+                tags = frozenset(t.replace("masked_no_other@", "masked_no_other_scaled@") for t in tags)
+            if isinstance(node.op, ast.Mod) and "arange" in self.tags(node.left, depth + 1):
+                tags |= {"wrapped"}
+            if isinstance(node.op, ast.Sub) and self.index.const_value(node.right) is None:
+                tags |= {"sub"}
+        return tags
+
+    def _name_tags(self, name: str, depth: int) -> frozenset[str]:
+        if name in self._names:
+            return self._names[name]
+        if name in self._active:
+            return frozenset()
+        tags = {f"param:{name}"} if name in self.kernel.params else set()
+        self._active.add(name)
+        for value in self.kernel.assignments.get(name, []):
+            tags |= self.tags(value, depth + 1)
+        self._active.discard(name)
+        result = frozenset(tags)
+        if depth == 0 or not self._active:
+            self._names[name] = result
+        return result
+
+    def _call_tags(self, call: ast.Call, depth: int) -> frozenset[str]:
+        function = self.index.tl_function(call)
+        inner = frozenset().union(*(self.tags(arg, depth + 1) for arg in call.args))
+        inner |= frozenset().union(*(self.tags(k.value, depth + 1) for k in call.keywords))
+        if isinstance(call.func, ast.Attribute) and function is None:
+            inner |= self.tags(call.func.value, depth + 1)
+            if call.func.attr == "to" and _mentions_int64(call):
+                inner |= {"i64"}
+            if call.func.attr == "to" and _mentions_low_precision(call):
+                inner |= {"low_precision"}
+        if function == "program_id":
+            return frozenset({"pid"})
+        if function == "arange":
+            return inner | {"arange"}
+        if function in {"minimum", "maximum", "where", "clamp"} and "arange" in inner:
+            inner |= {"wrapped"}
+        if function in {"max", "maximum"}:
+            inner |= {"max"}
+        if function in {"make_block_ptr", "advance", "make_tensor_descriptor"}:
+            inner |= {"block_ptr"}
+        if function == "cast" and _mentions_int64(call):
+            inner |= {"i64"}
+        if function in {"exp", "exp2"} and "load" in inner and not {"sub", "max"} & inner:
+            inner |= {f"unshifted_exp@{location(call)}"}
+        if function in {"to", "cast"} and _mentions_low_precision(call):
+            inner |= {"low_precision"}
+        if function == "load":
+            keywords = {k.arg for k in call.keywords}
+            has_mask = len(call.args) >= 2 or "mask" in keywords
+            has_other = len(call.args) >= 3 or "other" in keywords
+            pointer = self.tags(call.args[0], depth + 1) if call.args else frozenset()
+            tags = {"load"} | {t for t in pointer if t.startswith("param:")}
+            if has_mask and not has_other and "block_ptr" not in pointer:
+                tags.add(f"masked_no_other@{location(call)}")
+            return frozenset(tags)
+        if function == "where":
+            return frozenset(t for t in inner if not t.startswith("masked_no_other"))
+        return inner
+
+
+def location(node: ast.AST) -> str:
+    """A key for a node that survives in a tag: `line:column`."""
+    return f"{node.lineno}:{node.col_offset}"
+
+
+def tagged_locations(tags: frozenset[str], prefix: str) -> set[str]:
+    return {t.split("@", 1)[1] for t in tags if t.startswith(prefix + "@")}
+
+
+def _mentions_low_precision(call: ast.Call) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr in LOW_PRECISION for n in ast.walk(call))
+
+
+def _mentions_int64(call: ast.Call) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr in {"int64", "uint64"} for n in ast.walk(call))
+
+
+def call_name(index: SourceIndex, call: ast.Call) -> str | None:
+    """`sum` for `tl.sum(x)` and for the method form `x.sum()`."""
+    function = index.tl_function(call)
+    if function is None and isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return function
+
+
+def keyword(call: ast.Call, name: str) -> ast.expr | None:
+    for item in call.keywords:
+        if item.arg == name:
+            return item.value
+    return None

@@ -1,0 +1,309 @@
+"""TRI1xx: language errors the Triton compiler would raise, found before compiling."""
+
+from __future__ import annotations
+
+import ast
+
+from verifier.audit.collector import Collector
+from verifier.audit.dataflow import KernelFlow, keyword
+from verifier.audit.source_index import WRAPPING_DECORATORS, Kernel, SourceIndex
+
+SHAPE_ARGUMENTS = {"zeros": (0, "shape"), "full": (0, "shape")}
+VARIADIC_SHAPES = {"reshape", "view", "broadcast_to"}
+UNSUPPORTED = {
+    ast.Try: "try/except",
+    ast.With: "`with`",
+    ast.AsyncWith: "`async with`",
+    ast.Lambda: "lambda",
+    ast.Yield: "`yield` (generators)",
+    ast.YieldFrom: "`yield from` (generators)",
+    ast.Await: "`await`",
+    ast.Global: "`global`",
+    ast.Nonlocal: "`nonlocal`",
+    ast.ClassDef: "a class definition",
+    ast.FunctionDef: "a nested function definition",
+    ast.AsyncFunctionDef: "a nested function definition",
+    ast.Delete: "`del`",
+    ast.ListComp: "a list comprehension",
+    ast.SetComp: "a set comprehension",
+    ast.DictComp: "a dict comprehension",
+    ast.GeneratorExp: "a generator expression",
+    ast.Set: "a set literal",
+    ast.Dict: "a dict literal",
+    ast.Break: "`break`",
+    ast.Continue: "`continue`",
+}
+if hasattr(ast, "TryStar"):
+    UNSUPPORTED[ast.TryStar] = "try/except*"
+
+
+def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Collector) -> None:
+    """Run every TRI1xx rule on one kernel."""
+    _unsupported_constructs(kernel, out)
+    for node in kernel.nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        function = index.tl_function(node)
+        if function == "arange":
+            _arange(index, kernel, flow, node, out)
+        elif function in {"program_id", "num_programs"}:
+            _axis(index, node, function, out)
+        elif function == "dot":
+            _dot_shapes(index, kernel, node, out)
+        if function in SHAPE_ARGUMENTS or function in VARIADIC_SHAPES or function == "make_block_ptr":
+            for element in _shape_elements(node, function):
+                _shape_parameter(index, kernel, element, function, out)
+        if isinstance(node.func, ast.Name):
+            _plain_call(index, kernel, node, out)
+
+
+def check_launches(index: SourceIndex, out: Collector) -> None:
+    """TRI108: `f[grid](...)` where `f` is a plain function of this file."""
+    for launch in index.launches:
+        function = index.functions.get(launch.kernel)
+        if function is None or launch.kernel in index.kernels:
+            continue
+        others = [d for d in function.decorator_list if _decorator(index, d) not in WRAPPING_DECORATORS]
+        if others:
+            continue
+        anchor = function.decorator_list[0] if function.decorator_list else function
+        fix = out.insert(
+            "Decorate it with @triton.jit",
+            anchor.lineno,
+            anchor.col_offset,
+            f"@{_jit_spelling(index)}\n" + " " * anchor.col_offset,
+        )
+        out.add(
+            "TRI108",
+            launch.call.func,
+            f"`{launch.kernel}` is launched with `[grid]` but is not decorated with @triton.jit "
+            f"(defined on line {function.lineno}); the launch fails with \"'function' object is not subscriptable\"",
+            fix,
+        )
+
+
+def _unsupported_constructs(kernel: Kernel, out: Collector) -> None:
+    for node in kernel.nodes:
+        what = UNSUPPORTED.get(type(node))
+        if what is not None:
+            out.add(
+                "TRI105",
+                _head(node),
+                f"{what} is not supported inside a @triton.jit function (`{kernel.name}`); "
+                "the compiler rejects the kernel",
+            )
+
+
+def _head(node: ast.AST) -> ast.AST:
+    """For block statements, just the first line (so the whole block is not underlined)."""
+    if isinstance(node, ast.stmt) and hasattr(node, "body"):
+        head = ast.Pass()
+        head.lineno, head.col_offset = node.lineno, node.col_offset
+        head.end_lineno, head.end_col_offset = node.lineno, node.col_offset + len(type(node).__name__.lower())
+        if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
+            head.end_col_offset = node.col_offset + len("def " if not isinstance(node, ast.ClassDef) else "class ")
+        return head
+    return node
+
+
+def _arange(index: SourceIndex, kernel: Kernel, flow: KernelFlow, call: ast.Call, out: Collector) -> None:
+    start = call.args[0] if call.args else keyword(call, "start")
+    end = call.args[1] if len(call.args) > 1 else keyword(call, "end")
+    if start is None or end is None:
+        return
+    low, high = index.const_value(start), index.const_value(end)
+    if isinstance(low, int) and isinstance(high, int) and not isinstance(low | high, bool):
+        size = high - low
+        if size <= 0 or size & (size - 1):
+            out.add(
+                "TRI101",
+                call,
+                f"tl.arange({low}, {high}) has {size} elements; Triton needs a power of two. "
+                f"Use {_next_power_of_two(size)} and mask the extra lanes",
+            )
+        return
+    for bound in (start, end):
+        _runtime_bound(index, kernel, flow, bound, out)
+
+
+def _runtime_bound(index: SourceIndex, kernel: Kernel, flow: KernelFlow, bound: ast.expr, out: Collector) -> None:
+    if isinstance(bound, ast.Name) and bound.id in kernel.params and bound.id not in kernel.constexprs:
+        out.add(
+            "TRI102",
+            bound,
+            f"tl.arange bound `{bound.id}` is a runtime argument; block sizes must be compile-time constants. "
+            f"Annotate the parameter `{bound.id}: tl.constexpr`",
+            _constexpr_fix(index, kernel, bound.id, out),
+        )
+        return
+    if isinstance(bound, ast.Name) and bound.id in kernel.assignments:
+        tags = flow.tags(bound)
+        runtime = sorted(
+            t[6:] for t in tags if t.startswith("param:") and t[6:] not in kernel.constexprs and t[6:] != bound.id
+        )
+        if runtime or {"load", "pid"} & tags:
+            source = f"parameter `{runtime[0]}`" if runtime else "a runtime value"
+            out.add(
+                "TRI102",
+                bound,
+                f"tl.arange bound `{bound.id}` is computed from {source}; block sizes must be tl.constexpr",
+            )
+
+
+def _axis(index: SourceIndex, call: ast.Call, function: str, out: Collector) -> None:
+    axis = call.args[0] if call.args else keyword(call, "axis")
+    value = index.const_value(axis) if axis is not None else None
+    if isinstance(value, int) and not isinstance(value, bool) and value not in (0, 1, 2):
+        out.add("TRI104", axis, f"tl.{function}({value}): the launch grid has axes 0, 1 and 2 only")
+
+
+def _shape_elements(call: ast.Call, function: str) -> list[ast.expr]:
+    if function == "make_block_ptr":
+        shape = keyword(call, "block_shape")
+        return list(shape.elts) if isinstance(shape, ast.Tuple | ast.List) else []
+    if function in SHAPE_ARGUMENTS:
+        position, name = SHAPE_ARGUMENTS[function]
+        shape = call.args[position] if len(call.args) > position else keyword(call, name)
+    else:
+        rest = call.args[1:] if isinstance(call.func, ast.Attribute) and _is_module_call(call) else call.args
+        shape = rest[0] if len(rest) == 1 else ast.Tuple(elts=list(rest)) if rest else keyword(call, "shape")
+    if shape is None:
+        return []
+    return list(shape.elts) if isinstance(shape, ast.Tuple | ast.List) else [shape]
+
+
+def _is_module_call(call: ast.Call) -> bool:
+    """`tl.reshape(x, ...)` (first argument is the tensor) rather than `x.reshape(...)`."""
+    return isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name | ast.Attribute)
+
+
+def _shape_parameter(index: SourceIndex, kernel: Kernel, element: ast.expr, function: str, out: Collector) -> None:
+    if isinstance(element, ast.Name) and element.id in kernel.params and element.id not in kernel.constexprs:
+        out.add(
+            "TRI103",
+            element,
+            f"`{element.id}` is used as a block shape in tl.{function} but is a runtime argument; "
+            f"annotate it `{element.id}: tl.constexpr`",
+            _constexpr_fix(index, kernel, element.id, out),
+        )
+
+
+def _constexpr_fix(index: SourceIndex, kernel: Kernel, name: str, out: Collector) -> dict | None:
+    args = kernel.node.args.posonlyargs + kernel.node.args.args + kernel.node.args.kwonlyargs
+    arg = next((a for a in args if a.arg == name), None)
+    if arg is None:
+        return None
+    annotation = f"{index.tl_alias()}.constexpr"
+    message = f"Annotate `{name}: {annotation}`"
+    if arg.annotation is not None:
+        return out.replace(message, arg.annotation, annotation)
+    return out.insert(message, arg.lineno, arg.col_offset + len(name.encode("utf-8")), f": {annotation}")
+
+
+def _plain_call(index: SourceIndex, kernel: Kernel, call: ast.Call, out: Collector) -> None:
+    name = call.func.id
+    function = index.functions.get(name)
+    if function is None or name in kernel.params or name in kernel.assignments or function.decorator_list:
+        return
+    anchor = function
+    fix = out.insert(
+        f"Decorate `{name}` with @triton.jit",
+        anchor.lineno,
+        anchor.col_offset,
+        f"@{_jit_spelling(index)}\n" + " " * anchor.col_offset,
+    )
+    out.add(
+        "TRI106",
+        call.func,
+        f"`{name}` (line {function.lineno}) is a plain Python function; a kernel can only call @triton.jit "
+        "functions and tl.* builtins. Decorate it with @triton.jit",
+        fix,
+    )
+
+
+def _dot_shapes(index: SourceIndex, kernel: Kernel, call: ast.Call, out: Collector) -> None:
+    if len(call.args) < 2:
+        return
+    shapes = [_shape(index, kernel, arg, 0) for arg in call.args[:2]]
+    if any(s is None or len(s) != 2 for s in shapes):
+        return
+    (m, k), (_, n) = shapes
+    small = [(label, v) for label, v in (("M", m), ("K", k), ("N", n)) if isinstance(v, int) and v < 16]
+    if small:
+        dims = ", ".join(f"{label}={value}" for label, value in small)
+        out.add(
+            "TRI107",
+            call,
+            f"tl.dot needs every block dimension to be at least 16 ({dims}); use larger blocks and mask, "
+            "or multiply with broadcasting and tl.sum",
+        )
+
+
+def _shape(index: SourceIndex, kernel: Kernel, node: ast.AST, depth: int) -> tuple | None:
+    """The block shape of a kernel expression when it is built from literal sizes, else None."""
+    if depth > 30:
+        return None
+    if isinstance(node, ast.Name):
+        values = kernel.assignments.get(node.id, [])
+        shapes = {_shape(index, kernel, v, depth + 1) for v in values}
+        return shapes.pop() if len(shapes) == 1 else None
+    if isinstance(node, ast.Subscript):
+        base = _shape(index, kernel, node.value, depth + 1)
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if base is None or len(base) != sum(1 for i in items if isinstance(i, ast.Slice)):
+            return None
+        dims, rest = [], iter(base)
+        for item in items:
+            dims.append(next(rest) if isinstance(item, ast.Slice) else 1)
+        return tuple(dims) if all(isinstance(i, ast.Slice) or _is_none(i) for i in items) else None
+    if isinstance(node, ast.BinOp | ast.Compare):
+        parts = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.left, *node.comparators]
+        return _broadcast([_shape(index, kernel, p, depth + 1) for p in parts])
+    if not isinstance(node, ast.Call):
+        return () if index.const_value(node) is not None else None
+    function = index.tl_function(node)
+    if function == "arange" and len(node.args) == 2:
+        low, high = (index.const_value(a) for a in node.args)
+        return (high - low,) if isinstance(low, int) and isinstance(high, int) else None
+    if function in {"zeros", "full"} and node.args:
+        shape = node.args[0]
+        elements = shape.elts if isinstance(shape, ast.Tuple | ast.List) else None
+        values = [index.const_value(e) for e in elements] if elements is not None else None
+        return tuple(values) if values and all(isinstance(v, int) for v in values) else None
+    if function == "load" and node.args:
+        return _shape(index, kernel, node.args[0], depth + 1)
+    return None
+
+
+def _broadcast(shapes: list[tuple | None]) -> tuple | None:
+    if any(s is None for s in shapes):
+        return None
+    rank = max(len(s) for s in shapes)
+    result = []
+    for axis in range(rank):
+        sizes = {s[axis - rank + len(s)] for s in shapes if axis - rank + len(s) >= 0} - {1}
+        if len(sizes) > 1:
+            return None
+        result.append(sizes.pop() if sizes else 1)
+    return tuple(result)
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _decorator(index: SourceIndex, decorator: ast.AST) -> str | None:
+    return index.resolve(decorator.func if isinstance(decorator, ast.Call) else decorator)
+
+
+def _jit_spelling(index: SourceIndex) -> str:
+    for alias, target in index.aliases.items():
+        if target == "triton":
+            return f"{alias}.jit"
+        if target == "triton.jit":
+            return alias
+    return "triton.jit"
+
+
+def _next_power_of_two(size: int) -> int:
+    return 1 << max(size - 1, 0).bit_length()

@@ -1,0 +1,171 @@
+"""TRI2xx: memory safety. Out-of-bounds blocks, garbage in masked lanes, int32 offset overflow."""
+
+from __future__ import annotations
+
+import ast
+
+from verifier.audit.collector import Collector
+from verifier.audit.dataflow import REDUCTIONS, KernelFlow, call_name, keyword, location, tagged_locations
+from verifier.audit.source_index import Kernel, SourceIndex
+
+NEUTRAL_OTHER = {"max": 'float("-inf")', "argmax": 'float("-inf")', "min": 'float("inf")', "argmin": 'float("inf")'}
+
+
+def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Collector) -> None:
+    """Run every TRI2xx rule on one kernel."""
+    guarded = _constexpr_guarded(kernel)
+    proven = _size_asserted(index, kernel)
+    products: list[tuple[ast.BinOp, ast.expr, str]] = []
+    for node in kernel.nodes:
+        if isinstance(node, ast.Call) and not proven and id(node) not in guarded:
+            if index.tl_function(node) in {"load", "store"}:
+                _unmasked(index, flow, node, out)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            products.extend(_int32_products(kernel, flow, node))
+    _report_int32(index, kernel, products, out)
+    _masked_garbage(index, kernel, flow, out)
+
+
+def _unmasked(index: SourceIndex, flow: KernelFlow, call: ast.Call, out: Collector) -> None:
+    function = index.tl_function(call)
+    mask_position = 1 if function == "load" else 2
+    if len(call.args) > mask_position or keyword(call, "mask") is not None or keyword(call, "boundary_check"):
+        return
+    pointer = call.args[0] if call.args else keyword(call, "pointer")
+    tags = flow.tags(pointer)
+    if not {"pid", "arange"} <= tags or "wrapped" in tags or "block_ptr" in tags:
+        return
+    out.add(
+        "TRI201",
+        call,
+        f"tl.{function} at offsets built from tl.program_id and tl.arange has no mask: the last block "
+        f"{'reads' if function == 'load' else 'writes'} past the end of the tensor unless its size is a multiple "
+        "of the block size. Pass mask=offsets < n_elements"
+        + (" (and other=...)" if function == "load" else "")
+        + ", or assert the size is a multiple of the block",
+    )
+
+
+def _masked_garbage(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Collector) -> None:
+    """TRI202: a masked load without `other=` whose lanes reach a reduction."""
+    loads = {location(n): n for n in kernel.nodes if isinstance(n, ast.Call) and index.tl_function(n) == "load"}
+    reached: dict[str, set[str]] = {}
+    scaled: set[str] = set()
+    for node in kernel.nodes:
+        if not isinstance(node, ast.Call) or call_name(index, node) not in REDUCTIONS:
+            continue
+        operand = node.args[0] if node.args else (node.func.value if isinstance(node.func, ast.Attribute) else None)
+        if operand is None:
+            continue
+        tags = flow.tags(operand)
+        direct = tagged_locations(tags, "masked_no_other")
+        for key in direct | tagged_locations(tags, "masked_no_other_scaled"):
+            reached.setdefault(key, set()).add(call_name(index, node))
+            if key not in direct:
+                scaled.add(key)
+    for key, reductions in sorted(reached.items()):
+        load = loads.get(key)
+        if load is None:
+            continue
+        names = ", ".join(f"tl.{r}" for r in sorted(reductions))
+        how = "are multiplied and reach" if key in scaled else "reach"
+        out.add(
+            "TRI202",
+            load,
+            f"masked tl.load without other=: the masked-off lanes hold undefined values and {how} {names}. "
+            "Pass other= with the reduction's neutral value",
+            _other_fix(out, load, reductions),
+            severity="warning" if key in scaled else None,
+        )
+
+
+def _other_fix(out: Collector, load: ast.Call, reductions: set[str]) -> dict | None:
+    values = {NEUTRAL_OTHER.get(r, "0.0") for r in reductions}
+    if len(values) != 1:
+        return None
+    value = values.pop()
+    last = (load.args + [k.value for k in load.keywords])[-1]
+    return out.insert(f"Pass other={value}", last.end_lineno, last.end_col_offset, f", other={value}")
+
+
+def _int32_products(kernel: Kernel, flow: KernelFlow, node: ast.BinOp) -> list[tuple[ast.BinOp, ast.expr, str]]:
+    """(product, program-id side, runtime parameter) when a scalar program id meets a runtime stride or size."""
+    for pid_side, other in ((node.left, node.right), (node.right, node.left)):
+        tags = flow.tags(pid_side)
+        if "pid" not in tags or {"arange", "i64"} & tags:
+            continue
+        if isinstance(other, ast.Name) and other.id in kernel.params and other.id not in kernel.constexprs:
+            return [(node, pid_side, other.id)]
+    return []
+
+
+def _report_int32(
+    index: SourceIndex, kernel: Kernel, products: list[tuple[ast.BinOp, ast.expr, str]], out: Collector
+) -> None:
+    """TRI203, once per program id: at its `tl.program_id` definition when there is one, else per product."""
+    int64 = f"{index.tl_alias()}.int64"
+    by_source: dict[str, list[tuple[ast.BinOp, ast.expr, str]]] = {}
+    for product in products:
+        by_source.setdefault(out.source_of(product[1]), []).append(product)
+    for text, group in by_source.items():
+        definition = _program_id_definition(index, kernel, group[0][1])
+        names = sorted({p[2] for p in group})
+        examples = ", ".join(f"`{text} * {name}`" for name in names)
+        verb = "is computed in int32 and overflows" if len(names) == 1 else "are computed in int32 and overflow"
+        message = f"{examples} {verb} once the tensor has more than 2**31 elements"
+        if definition is not None:
+            replacement = f"{out.source_of(definition)}.to({int64})"
+            out.add(
+                "TRI203",
+                definition,
+                f"{message}; make the program id int64: `{replacement}`",
+                out.replace("Make the program id int64", definition, replacement),
+            )
+            continue
+        for node, pid_side, _ in group:
+            wrapped = text if isinstance(pid_side, ast.Name | ast.Call | ast.Attribute) else f"({text})"
+            out.add(
+                "TRI203",
+                node,
+                f"{message}; cast first: `{wrapped}.to({int64})`",
+                out.replace("Cast the program id to int64", pid_side, f"{wrapped}.to({int64})"),
+            )
+
+
+def _program_id_definition(index: SourceIndex, kernel: Kernel, pid_side: ast.expr) -> ast.Call | None:
+    """The `tl.program_id(...)` call a plain name is bound to, when that is its only binding."""
+    if not isinstance(pid_side, ast.Name):
+        return None
+    values = kernel.assignments.get(pid_side.id, [])
+    if len(values) == 1 and index.tl_function(values[0]) == "program_id":
+        return values[0]
+    return None
+
+
+def _constexpr_guarded(kernel: Kernel) -> set[int]:
+    """Nodes under an `if` on constexpr parameters only (the EVEN_K / no-mask fast-path pattern)."""
+    guarded: set[int] = set()
+    for node in kernel.nodes:
+        if isinstance(node, ast.If) and id(node) not in guarded:
+            names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+            if names and names <= kernel.constexprs:
+                guarded |= {id(n) for branch in (node.body, node.orelse) for stmt in branch for n in ast.walk(stmt)}
+    return guarded
+
+
+def _size_asserted(index: SourceIndex, kernel: Kernel) -> bool:
+    """An assertion that some size is a multiple of a block, in the kernel or where it is launched."""
+    scopes = [
+        kernel.node,
+        *(launch.scope for launch in index.launches_of(kernel.name) if launch.scope is not index.tree),
+    ]
+    for scope in scopes:
+        for node in ast.walk(scope):
+            test = None
+            if isinstance(node, ast.Assert):
+                test = node.test
+            elif isinstance(node, ast.Call) and index.tl_function(node) in {"static_assert", "device_assert", "assume"}:
+                test = node.args[0] if node.args else None
+            if test is not None and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test)):
+                return True
+    return False
