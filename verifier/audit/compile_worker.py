@@ -1,0 +1,193 @@
+"""Compiles a file's kernels for a CUDA target in a sandboxed subprocess: `python -m verifier.audit.compile_worker`.
+
+Only what kernels need is rebuilt from the file (imports they use, module-level assignments, function
+definitions); launchers and classes never run. Results go to a JSON file in the scratch directory, so nothing
+the audited code prints can be mistaken for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import types
+
+SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+REGISTERS = re.compile(r"Used (\d+) registers")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--job", required=True, help="JSON file: source path, capability, jobs")
+    parser.add_argument("--result", required=True)
+    parser.add_argument("--scratch", required=True)
+    parser.add_argument("--cover", default=None)
+    args = parser.parse_args()
+    if args.cover:
+        from verifier import sandbox
+
+        sandbox.lockdown(args.scratch, args.cover, [])
+    with open(args.job) as handle:
+        spec = json.load(handle)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    results = compile_all(spec)
+    with open(args.result, "w") as handle:
+        json.dump(results, handle)
+
+
+def compile_all(spec: dict) -> dict:
+    path = spec["source_path"]
+    with open(path, encoding="utf-8") as handle:
+        source = handle.read()
+    module, notes = _rebuild(path, source, {job["kernel"] for job in spec["jobs"]})
+    return {"notes": notes, "results": [_compile(module, job, spec["capability"]) for job in spec["jobs"]]}
+
+
+def _rebuild(path: str, source: str, kernels: set[str]) -> tuple[types.ModuleType, list[str]]:
+    tree = ast.parse(source)
+    module = types.ModuleType("tritonize_audit_subject")
+    module.__file__ = path
+    sys.modules[module.__name__] = module
+    kept = [s for s in tree.body if not isinstance(s, ast.Import | ast.ImportFrom | ast.ClassDef | ast.Expr)]
+    used = {n.id for s in kept for n in ast.walk(s) if isinstance(n, ast.Name) and not _plain_function(s, kernels)}
+    notes = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            if not {(a.asname or a.name.split(".")[0]) for a in stmt.names} & (used | {"triton", "tl"}):
+                continue
+        elif isinstance(stmt, ast.ClassDef | ast.Expr):
+            continue
+        elif isinstance(stmt, ast.FunctionDef):
+            stmt.decorator_list = [d for d in stmt.decorator_list if _keeps(d)]
+        try:
+            exec(compile(ast.Module([stmt], []), path, "exec"), module.__dict__)
+        except Exception as exc:
+            notes.append(f"line {stmt.lineno}: {type(exc).__name__}: {exc}")
+    return module, notes
+
+
+def _plain_function(stmt: ast.stmt, kernels: set[str]) -> bool:
+    """A launcher or helper: its body does not run when kernels compile, so its names do not count."""
+    return isinstance(stmt, ast.FunctionDef) and not any(_keeps(d) for d in stmt.decorator_list)
+
+
+def _keeps(decorator: ast.AST) -> bool:
+    """Keep `@triton.jit` (and `@jit`, `@triton.constexpr_function`); drop autotune, heuristics and the rest."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+    return name in {"jit", "constexpr_function"}
+
+
+def _compile(module: types.ModuleType, job: dict, capability: int) -> dict:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    result = {"kernel": job["kernel"], "constexprs": job["constexprs"]}
+    function = module.__dict__.get(job["kernel"])
+    if function is None or not hasattr(function, "run"):
+        return {**result, "skipped": f"`{job['kernel']}` could not be rebuilt from the file"}
+    options = {"num_warps": job["num_warps"]}
+    if job["num_stages"] is not None:
+        options["num_stages"] = job["num_stages"]
+    try:
+        source = ASTSource(function, job["signature"], _constexprs(function, job["constexprs"]))
+        compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
+    except Exception as exc:
+        return {**result, "error": _describe_error(exc)}
+    return {**result, "shared": int(compiled.metadata.shared), **_ptxas_figures(compiled.asm.get("ptx"), capability)}
+
+
+def _constexprs(function, values: dict) -> dict:
+    """Triton 3.3+ keys constexprs by name; older releases by argument index tuples."""
+    import triton
+
+    if tuple(int(p) for p in triton.__version__.split(".")[:2]) >= (3, 3):
+        return values
+    return {(function.arg_names.index(name),): value for name, value in values.items()}
+
+
+def _describe_error(exc: BaseException) -> dict:
+    """The innermost Triton compilation error: its message and where it points, relative to a `def`."""
+    chain, seen = [], set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    located = [e for e in chain if getattr(e, "node", None) is not None and getattr(e, "src", None)]
+    innermost = located[-1] if located else exc
+    message = getattr(innermost, "error_message", None) or _last_line(str(innermost)) or type(innermost).__name__
+    if innermost is not exc and not getattr(innermost, "error_message", None):
+        message = _last_line(str(chain[-1])) or message
+    description = {"type": type(innermost).__name__, "message": message}
+    node = getattr(innermost, "node", None)
+    src = getattr(innermost, "src", None)
+    if node is not None and src:
+        header = re.search(r"^\s*def\s+(\w+)", src, re.MULTILINE)
+        description |= {
+            "function": header.group(1) if header else None,
+            "line": getattr(node, "lineno", 1),
+            "column": getattr(node, "col_offset", 0),
+            "end_line": getattr(node, "end_lineno", None),
+            "end_column": getattr(node, "end_col_offset", None),
+        }
+    return description
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def _ptxas_figures(ptx: str | None, capability: int) -> dict:
+    """Registers and spill bytes from `ptxas -v` on the kernel's PTX (the driver is not needed)."""
+    ptxas = _ptxas_path(capability)
+    if not ptx or ptxas is None:
+        return {}
+    scratch = os.environ.get("TMPDIR", "/tmp")
+    ptx_file = os.path.join(scratch, "kernel.ptx")
+    with open(ptx_file, "w") as handle:
+        handle.write(ptx)
+    arch = f"sm_{capability}a" if capability >= 90 else f"sm_{capability}"
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        run = subprocess.run(
+            [ptxas, "-v", f"--gpu-name={arch}", ptx_file, "-o", ptx_file + ".cubin"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        registers = REGISTERS.search(run.stderr)
+        spills = SPILLS.search(run.stderr)
+        figures = {}
+        if registers:
+            figures["registers"] = int(registers.group(1))
+        if spills:
+            figures["spill_stores"], figures["spill_loads"] = int(spills.group(1)), int(spills.group(2))
+        return figures
+    return {}
+
+
+def _ptxas_path(capability: int) -> str | None:
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+    except ImportError:
+        return shutil.which("ptxas")
+    for call in (lambda: get_ptxas(capability), get_ptxas):
+        try:
+            return call().path
+        except TypeError:
+            continue
+        except Exception:
+            return shutil.which("ptxas")
+    return shutil.which("ptxas")
+
+
+if __name__ == "__main__":
+    main()
