@@ -14,7 +14,7 @@ import triton.language as tl
 @triton.jit
 def softmax_kernel(x_ptr, out_ptr, n_cols, x_row_stride, out_row_stride, BLOCK: tl.constexpr):
     """Compute the softmax of one row; program ``i`` handles row ``i``."""
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     # BLOCK is the next power of two >= n_cols, so lanes past the end of the
     # row are masked off. Filling them with -inf makes them vanish from both

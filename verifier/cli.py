@@ -1,4 +1,4 @@
-"""`tritonize` command line: `tritonize verify TASK CANDIDATE` (more subcommands arrive with their issues)."""
+"""`tritonize` command line: `tritonize verify TASK CANDIDATE` and `tritonize audit PATH...`."""
 
 from __future__ import annotations
 
@@ -49,7 +49,54 @@ def _parser() -> argparse.ArgumentParser:
         "--no-isolation", action="store_true", help="run without namespaces (debugging only; unsafe for untrusted code)"
     )
     verify.set_defaults(run=_run_verify)
+    _add_audit(commands)
     return parser
+
+
+def _add_audit(commands: argparse._SubParsersAction) -> None:
+    audit = commands.add_parser(
+        "audit",
+        help="report problems in Triton source (static rules and compile checks)",
+        description="Audit Triton kernels without running them: language errors, memory safety, numerics, "
+        "performance hints and (for ModelNew candidates) the anti-hacking rules; then compile each kernel whose "
+        "argument types can be known for a CUDA target, on this machine, GPU or not. Settings come from "
+        "[tool.tritonize.audit] in the nearest pyproject.toml; options here override them. Exit 1 if any "
+        "error remains, 2 for bad usage.",
+    )
+    audit.add_argument("paths", nargs="+", metavar="PATH", help="files, or directories to search for *.py")
+    audit.add_argument("--format", choices=["text", "json", "sarif"], default="text", help="default: text")
+    audit.add_argument(
+        "--select", type=_codes, help="rule codes or prefixes to run, comma-separated (e.g. TRI1,TRI201)"
+    )
+    audit.add_argument("--ignore", type=_codes, help="rule codes or prefixes to skip, comma-separated")
+    audit.add_argument("--target", help="CUDA target for compile checks, e.g. sm_80 (default: sm_90)")
+    audit.add_argument(
+        "--compile", action=argparse.BooleanOptionalAction, default=None, help="run compile checks (default: on)"
+    )
+    audit.add_argument("--compile-timeout", type=_positive_float, help="seconds per file for compile checks (120)")
+    audit.set_defaults(run=_run_audit)
+
+
+def _run_audit(args: argparse.Namespace) -> int:
+    from verifier.audit.command import AuditRequest, run_audit
+
+    request = AuditRequest(
+        paths=args.paths,
+        output_format=args.format,
+        select=args.select,
+        ignore=args.ignore,
+        target=args.target,
+        compile=args.compile,
+        compile_timeout=args.compile_timeout,
+    )
+    return run_audit(request)
+
+
+def _codes(text: str) -> tuple[str, ...]:
+    codes = tuple(c.strip().upper() for c in text.split(",") if c.strip())
+    if not codes:
+        raise argparse.ArgumentTypeError("expected comma-separated rule codes such as TRI201")
+    return codes
 
 
 def _run_verify(args: argparse.Namespace) -> int:

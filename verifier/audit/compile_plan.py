@@ -159,9 +159,9 @@ def _pointer_roots(kernel: Kernel, node: ast.AST, seen: set[str]) -> set[str]:
         return _pointer_roots(kernel, node.left, seen) | _pointer_roots(kernel, node.right, seen)
     if isinstance(node, ast.Subscript):
         return _pointer_roots(kernel, node.value, seen)
-    if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute):
-        if node.func.attr in {"multiple_of", "max_contiguous", "max_constancy", "advance"}:
-            return _pointer_roots(kernel, node.args[0], seen)
+    hints = {"multiple_of", "max_contiguous", "max_constancy", "advance"}
+    if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute) and node.func.attr in hints:
+        return _pointer_roots(kernel, node.args[0], seen)
     return set()
 
 

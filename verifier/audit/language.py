@@ -243,6 +243,8 @@ def _shape(index: SourceIndex, kernel: Kernel, node: ast.AST, depth: int) -> tup
     """The block shape of a kernel expression when it is built from literal sizes, else None."""
     if depth > 30:
         return None
+    if isinstance(node, ast.Name) and node.id in kernel.params and node.id not in kernel.assignments:
+        return ()
     if isinstance(node, ast.Name):
         values = kernel.assignments.get(node.id, [])
         shapes = {_shape(index, kernel, v, depth + 1) for v in values}
