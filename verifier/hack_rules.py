@@ -31,6 +31,7 @@ RULES: dict[str, Rule] = {
         Rule("TRI313", "torch-delegation", "error", "delegation to torch.compile, TorchScript or torch internals"),
         Rule("TRI314", "imports-task", "error", "the candidate imports the task it is checked against"),
         Rule("TRI315", "print", "info", "print() output is captured into the report, never shown as results"),
+        Rule("TRI316", "decoy-kernel", "warning", "a @triton.jit kernel that nothing launches or calls"),
     ]
 }
 
@@ -148,6 +149,7 @@ class _Checker:
             self._check_module_wide(node)
         if not self.kernels:
             self._add("TRI301", self.tree, "no @triton.jit kernel is defined: the compute must run in Triton")
+        self._check_unused_kernels()
         self._check_forward_path()
 
     # ---------------------------------------------------------------- bookkeeping
@@ -204,6 +206,16 @@ class _Checker:
         return self._resolve(target) in {"triton.jit", "triton.runtime.jit.jit"}
 
     # ---------------------------------------------------------------- whole-module rules
+
+    def _check_unused_kernels(self) -> None:
+        used = {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.FunctionDef) and node.name in self.kernels and node.name not in used:
+                self._add(
+                    "TRI316",
+                    node,
+                    f"kernel `{node.name}` is never launched or called: a decoy does not make the model run in Triton",
+                )
 
     def _check_module_wide(self, node: ast.AST) -> None:
         if isinstance(node, ast.Import | ast.ImportFrom):

@@ -66,6 +66,7 @@ CASES = {
     "TRI313": [candidate(LAUNCH, extra="fast = torch.compile(lambda t: t)"), candidate("y = torch._C\n" + LAUNCH)],
     "TRI314": [candidate(LAUNCH, prelude="from my_task import Model")],
     "TRI315": [candidate("print('hi')\n" + LAUNCH)],
+    "TRI316": [candidate(LAUNCH, extra="@triton.jit\ndef decoy(x_ptr):\n    pass")],
 }
 
 
@@ -85,6 +86,12 @@ def test_every_rule_is_documented_and_exercised():
     for rule in RULES.values():
         assert rule.severity in {"error", "warning", "info"}
         assert rule.summary
+
+
+def test_kernels_launched_or_called_by_other_kernels_are_not_decoys():
+    helper = "@triton.jit\ndef twice(v):\n    return v * 2\n\n\n@triton.jit\ndef k2(x_ptr):\n    tl.store(x_ptr, twice(1.0))"
+    source = candidate("k2[(1,)](x)\n" + LAUNCH, extra=helper)
+    assert "TRI316" not in rules_of(source)
 
 
 def test_no_kernel_is_tri301():

@@ -189,9 +189,25 @@ def _launch_settings(index: SourceIndex, kernel: Kernel, launch: Launch) -> tupl
                 constants[name] = number
         elif isinstance(value, ast.Constant) and isinstance(value.value, float):
             dtypes[name] = "fp32"
+        elif _is_int_expression(index, value, env):
+            dtypes[name] = "i32"
         elif isinstance(value, ast.Name) and value.id in allocations:
             dtypes[name] = allocations[value.id]
     return constants, options, dtypes
+
+
+def _is_int_expression(index: SourceIndex, value: ast.AST, env: dict) -> bool:
+    """Sizes and strides: int literals, `x.numel()`, `x.stride(i)`, `x.size(i)`, `x.shape[i]`, `len(...)`."""
+    number = index.const_value(value, env)
+    if isinstance(number, int) and not isinstance(number, bool):
+        return True
+    if isinstance(value, ast.Subscript):
+        return isinstance(value.value, ast.Attribute) and value.value.attr == "shape"
+    if isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute) and value.func.attr in {"numel", "stride", "size", "dim"}:
+            return True
+        return isinstance(value.func, ast.Name) and value.func.id in {"len", "int"}
+    return False
 
 
 def _representative(index: SourceIndex, value: ast.AST) -> int | bool | None:
