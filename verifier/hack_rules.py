@@ -94,9 +94,12 @@ SAFE_BUILTINS = {
 }  # fmt: skip
 
 
-def check_candidate(source: str, task_module: str | None = None) -> list[Finding]:
-    """Return every static anti-hacking finding in a candidate's source (raises SyntaxError if unparsable)."""
-    tree = ast.parse(source)
+def check_candidate(source: str, task_module: str | None = None, tree: ast.Module | None = None) -> list[Finding]:
+    """Return every static anti-hacking finding in a candidate's source (raises SyntaxError if unparsable).
+
+    `tree` is the source's already-parsed module, when the caller has one.
+    """
+    tree = tree if tree is not None else ast.parse(source)
     checker = _Checker(tree, task_module)
     checker.run()
     return sorted(checker.findings, key=lambda f: (f.line, f.column, f.rule))
@@ -142,10 +145,11 @@ class _Checker:
         self.classes: dict[str, ast.ClassDef] = {}
         self.kernels: set[str] = set()
         self.module_names: set[str] = set()
+        self.nodes: list[ast.AST] = []
 
     def run(self) -> None:
         self._collect_definitions()
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             self._check_module_wide(node)
         if not self.kernels:
             self._add("TRI301", self.tree, "no @triton.jit kernel is defined: the compute must run in Triton")
@@ -175,6 +179,7 @@ class _Checker:
         return dotted
 
     def _collect_definitions(self) -> None:
+        self.nodes = list(ast.walk(self.tree))
         for node in self.tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.functions[node.name] = node
@@ -188,7 +193,7 @@ class _Checker:
                     for name in ast.walk(target):
                         if isinstance(name, ast.Name):
                             self.module_names.add(name.id)
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self.aliases[alias.asname or alias.name.split(".")[0]] = (
@@ -197,7 +202,7 @@ class _Checker:
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 for alias in node.names:
                     self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.FunctionDef) and any(self._is_jit(d) for d in node.decorator_list):
                 self.kernels.add(node.name)
 
@@ -208,8 +213,8 @@ class _Checker:
     # ---------------------------------------------------------------- whole-module rules
 
     def _check_unused_kernels(self) -> None:
-        used = {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        for node in ast.walk(self.tree):
+        used = {n.id for n in self.nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        for node in self.nodes:
             if isinstance(node, ast.FunctionDef) and node.name in self.kernels and node.name not in used:
                 self._add(
                     "TRI316",

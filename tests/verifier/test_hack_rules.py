@@ -89,7 +89,9 @@ def test_every_rule_is_documented_and_exercised():
 
 
 def test_kernels_launched_or_called_by_other_kernels_are_not_decoys():
-    helper = "@triton.jit\ndef twice(v):\n    return v * 2\n\n\n@triton.jit\ndef k2(x_ptr):\n    tl.store(x_ptr, twice(1.0))"
+    helper = (
+        "@triton.jit\ndef twice(v):\n    return v * 2\n\n\n@triton.jit\ndef k2(x_ptr):\n    tl.store(x_ptr, twice(1.0))"
+    )
     source = candidate("k2[(1,)](x)\n" + LAUNCH, extra=helper)
     assert "TRI316" not in rules_of(source)
 

@@ -9,22 +9,51 @@ from __future__ import annotations
 
 import ast
 
-from verifier.audit.source_index import Kernel, SourceIndex
+from verifier.audit.source_index import Kernel, SourceIndex, walk
 
 REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod", "xor_sum", "associative_scan"}
 MAX_DEPTH = 60
+MAX_ROUNDS = 12
 LOW_PRECISION = {"float16", "bfloat16", "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16"}
 
 
 class KernelFlow:
-    """Tag sets for expressions of one kernel, memoised per name."""
+    """Tag sets for the expressions of one kernel."""
 
     def __init__(self, index: SourceIndex, kernel: Kernel):
         self.index = index
         self.kernel = kernel
-        self._names: dict[str, frozenset[str]] = {}
-        self._active: set[str] = set()
+        self._names: dict[str, frozenset[str]] = {p: frozenset({f"param:{p}"}) for p in kernel.params}
         self._nodes: dict[int, frozenset[str]] = {}
+        self._solved = False
+        self._solve()
+
+    def _solve(self) -> None:
+        """Tags of every assigned name: a fixed point over all assignments (loops make names depend on
+        themselves), by worklist. Expression results are memoised only once the names are final."""
+        assignments = self.kernel.assignments
+        users: dict[str, set[str]] = {}
+        for name, values in assignments.items():
+            self._names.setdefault(name, frozenset())
+            for value in values:
+                for node in walk(value):
+                    if isinstance(node, ast.Name) and node.id in assignments:
+                        users.setdefault(node.id, set()).add(name)
+        queue = list(reversed(assignments))
+        queued = set(queue)
+        budget = MAX_ROUNDS * max(len(assignments), 1)
+        while queue and budget > 0:
+            budget -= 1
+            name = queue.pop()
+            queued.discard(name)
+            merged = self._names[name].union(*(self.tags(value) for value in assignments[name]))
+            if merged != self._names[name]:
+                self._names[name] = merged
+                for user in users.get(name, ()):
+                    if user not in queued:
+                        queue.append(user)
+                        queued.add(user)
+        self._solved = True
 
     def tags(self, node: ast.AST | None, depth: int = 0) -> frozenset[str]:
         """Facts that may reach `node`: pid, arange, wrapped, load, masked_no_other, max, sub, i64, block_ptr,
@@ -32,12 +61,12 @@ class KernelFlow:
         if node is None or depth > MAX_DEPTH:
             return frozenset()
         if isinstance(node, ast.Name):
-            return self._name_tags(node.id, depth)
+            return self._names.get(node.id, frozenset())
         key = id(node)
         if key in self._nodes:
             return self._nodes[key]
         tags = self._expression_tags(node, depth)
-        if not self._active:
+        if self._solved:
             self._nodes[key] = tags
         return tags
 
@@ -53,21 +82,6 @@ class KernelFlow:
             if isinstance(node.op, ast.Sub) and self.index.const_value(node.right) is None:
                 tags |= {"sub"}
         return tags
-
-    def _name_tags(self, name: str, depth: int) -> frozenset[str]:
-        if name in self._names:
-            return self._names[name]
-        if name in self._active:
-            return frozenset()
-        tags = {f"param:{name}"} if name in self.kernel.params else set()
-        self._active.add(name)
-        for value in self.kernel.assignments.get(name, []):
-            tags |= self.tags(value, depth + 1)
-        self._active.discard(name)
-        result = frozenset(tags)
-        if depth == 0 or not self._active:
-            self._names[name] = result
-        return result
 
     def _call_tags(self, call: ast.Call, depth: int) -> frozenset[str]:
         function = self.index.tl_function(call)
@@ -119,11 +133,11 @@ def tagged_locations(tags: frozenset[str], prefix: str) -> set[str]:
 
 
 def _mentions_low_precision(call: ast.Call) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr in LOW_PRECISION for n in ast.walk(call))
+    return any(isinstance(n, ast.Attribute) and n.attr in LOW_PRECISION for n in walk(call))
 
 
 def _mentions_int64(call: ast.Call) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr in {"int64", "uint64"} for n in ast.walk(call))
+    return any(isinstance(n, ast.Attribute) and n.attr in {"int64", "uint64"} for n in walk(call))
 
 
 def call_name(index: SourceIndex, call: ast.Call) -> str | None:

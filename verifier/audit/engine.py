@@ -133,7 +133,7 @@ def _static_findings(text: str) -> list[Finding]:
     language.check_launches(index, out)
     if index.is_candidate():
         try:
-            out.findings.extend(check_candidate(text))
+            out.findings.extend(check_candidate(text, tree=tree))
         except RecursionError:
             out.add("TRI000", tree, "the anti-hacking checks hit Python's recursion limit on this file")
     return out.findings

@@ -6,7 +6,7 @@ import ast
 
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import KernelFlow, keyword
-from verifier.audit.source_index import WRAPPING_DECORATORS, Kernel, SourceIndex
+from verifier.audit.source_index import WRAPPING_DECORATORS, Kernel, SourceIndex, walk
 
 SHAPE_ARGUMENTS = {"zeros": (0, "shape"), "full": (0, "shape")}
 VARIADIC_SHAPES = {"reshape", "view", "broadcast_to"}
@@ -27,7 +27,7 @@ UNSUPPORTED = {
     ast.ListComp: "a list comprehension",
     ast.SetComp: "a set comprehension",
     ast.DictComp: "a dict comprehension",
-    ast.GeneratorExp: "a generator expression",
+    ast.Raise: "`raise`",
     ast.Set: "a set literal",
     ast.Dict: "a dict literal",
     ast.Break: "`break`",
@@ -35,6 +35,8 @@ UNSUPPORTED = {
 }
 if hasattr(ast, "TryStar"):
     UNSUPPORTED[ast.TryStar] = "try/except*"
+if hasattr(ast, "Match"):
+    UNSUPPORTED[ast.Match] = "`match`"
 
 
 def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Collector) -> None:
@@ -49,7 +51,7 @@ def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Coll
         elif function in {"program_id", "num_programs"}:
             _axis(index, node, function, out)
         elif function == "dot":
-            _dot_shapes(index, kernel, node, out)
+            _dot_shapes(index, kernel, flow, node, out)
         if function in SHAPE_ARGUMENTS or function in VARIADIC_SHAPES or function == "make_block_ptr":
             for element in _shape_elements(node, function):
                 _shape_parameter(index, kernel, element, function, out)
@@ -58,10 +60,17 @@ def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Coll
 
 
 def check_launches(index: SourceIndex, out: Collector) -> None:
-    """TRI108: `f[grid](...)` where `f` is a plain function of this file."""
+    """TRI108: `f[grid](...)` where `f` is a plain function of this file (and not `f = triton.jit(f)` later)."""
+    rebound = {
+        target.id
+        for stmt in index.tree.body
+        if isinstance(stmt, ast.Assign)
+        for target in stmt.targets
+        if isinstance(target, ast.Name)
+    }
     for launch in index.launches:
         function = index.functions.get(launch.kernel)
-        if function is None or launch.kernel in index.kernels:
+        if function is None or launch.kernel in index.kernels or launch.kernel in rebound:
             continue
         others = [d for d in function.decorator_list if _decorator(index, d) not in WRAPPING_DECORATORS]
         if others:
@@ -85,6 +94,16 @@ def check_launches(index: SourceIndex, out: Collector) -> None:
 def _unsupported_constructs(kernel: Kernel, out: Collector) -> None:
     for node in kernel.nodes:
         what = UNSUPPORTED.get(type(node))
+        if isinstance(node, ast.For | ast.While):
+            what = "`else` after a loop" if node.orelse else None
+            returns = [n for stmt in node.body for n in walk(stmt) if isinstance(n, ast.Return)]
+            if returns:
+                out.add(
+                    "TRI105",
+                    returns[0],
+                    f"`return` inside a loop is not supported in a @triton.jit function (`{kernel.name}`); "
+                    "keep a flag and return after the loop",
+                )
         if what is not None:
             out.add(
                 "TRI105",
@@ -221,7 +240,7 @@ def _plain_call(index: SourceIndex, kernel: Kernel, call: ast.Call, out: Collect
     )
 
 
-def _dot_shapes(index: SourceIndex, kernel: Kernel, call: ast.Call, out: Collector) -> None:
+def _dot_shapes(index: SourceIndex, kernel: Kernel, flow: KernelFlow, call: ast.Call, out: Collector) -> None:
     if len(call.args) < 2:
         return
     shapes = [_shape(index, kernel, arg, 0) for arg in call.args[:2]]
@@ -229,14 +248,18 @@ def _dot_shapes(index: SourceIndex, kernel: Kernel, call: ast.Call, out: Collect
         return
     (m, k), (_, n) = shapes
     small = [(label, v) for label, v in (("M", m), ("K", k), ("N", n)) if isinstance(v, int) and v < 16]
-    if small:
-        dims = ", ".join(f"{label}={value}" for label, value in small)
-        out.add(
-            "TRI107",
-            call,
-            f"tl.dot needs every block dimension to be at least 16 ({dims}); use larger blocks and mask, "
-            "or multiply with broadcasting and tl.sum",
-        )
+    if not small:
+        return
+    dims = ", ".join(f"{label}={value}" for label, value in small)
+    certain = isinstance(k, int) and (k < 8 or (k < 16 and any("low_precision" in flow.tags(a) for a in call.args[:2])))
+    out.add(
+        "TRI107",
+        call,
+        f"tl.dot on a block below 16 ({dims}): fp16/bf16 inputs need K >= 16, fp32 (TF32) inputs K >= 8, and "
+        "Triton releases before 3.4 need M, N and K >= 16. Use larger blocks and mask, or multiply with "
+        "broadcasting and tl.sum",
+        severity=None if certain else "warning",
+    )
 
 
 def _shape(index: SourceIndex, kernel: Kernel, node: ast.AST, depth: int) -> tuple | None:
@@ -263,6 +286,8 @@ def _shape(index: SourceIndex, kernel: Kernel, node: ast.AST, depth: int) -> tup
         return _broadcast([_shape(index, kernel, p, depth + 1) for p in parts])
     if not isinstance(node, ast.Call):
         return () if index.const_value(node) is not None else None
+    if isinstance(node.func, ast.Attribute) and node.func.attr in {"to", "cast"} and index.tl_function(node) is None:
+        return _shape(index, kernel, node.func.value, depth + 1)
     function = index.tl_function(node)
     if function == "arange" and len(node.args) == 2:
         low, high = (index.const_value(a) for a in node.args)

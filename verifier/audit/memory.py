@@ -6,7 +6,7 @@ import ast
 
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import REDUCTIONS, KernelFlow, call_name, keyword, location, tagged_locations
-from verifier.audit.source_index import Kernel, SourceIndex
+from verifier.audit.source_index import Kernel, SourceIndex, walk
 
 NEUTRAL_OTHER = {"max": 'float("-inf")', "argmax": 'float("-inf")', "min": 'float("inf")', "argmin": 'float("inf")'}
 
@@ -147,9 +147,9 @@ def _constexpr_guarded(kernel: Kernel) -> set[int]:
     guarded: set[int] = set()
     for node in kernel.nodes:
         if isinstance(node, ast.If) and id(node) not in guarded:
-            names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+            names = {n.id for n in walk(node.test) if isinstance(n, ast.Name)}
             if names and names <= kernel.constexprs:
-                guarded |= {id(n) for branch in (node.body, node.orelse) for stmt in branch for n in ast.walk(stmt)}
+                guarded |= {id(n) for branch in (node.body, node.orelse) for stmt in branch for n in walk(stmt)}
     return guarded
 
 
@@ -160,12 +160,12 @@ def _size_asserted(index: SourceIndex, kernel: Kernel) -> bool:
         *(launch.scope for launch in index.launches_of(kernel.name) if launch.scope is not index.tree),
     ]
     for scope in scopes:
-        for node in ast.walk(scope):
+        for node in walk(scope):
             test = None
             if isinstance(node, ast.Assert):
                 test = node.test
             elif isinstance(node, ast.Call) and index.tl_function(node) in {"static_assert", "device_assert", "assume"}:
                 test = node.args[0] if node.args else None
-            if test is not None and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test)):
+            if test is not None and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in walk(test)):
                 return True
     return False

@@ -6,7 +6,7 @@ import ast
 
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import KernelFlow, keyword
-from verifier.audit.source_index import Kernel, SourceIndex, assigned, walk_body
+from verifier.audit.source_index import Kernel, SourceIndex, assigned, walk, walk_body
 
 WRITES = {"store", "atomic_add", "atomic_cas", "atomic_xchg", "atomic_max", "atomic_min", "atomic_and", "atomic_or"}
 
@@ -43,7 +43,7 @@ def _untuned(index: SourceIndex, kernel: Kernel, out: Collector) -> None:
 
 
 def _strided_inner(index: SourceIndex, flow: KernelFlow, call: ast.Call, out: Collector) -> None:
-    for node in ast.walk(call.args[0]):
+    for node in walk(call.args[0]):
         if not isinstance(node, ast.BinOp) or not isinstance(node.op, ast.Mult):
             continue
         for offsets, factor in ((node.left, node.right), (node.right, node.left)):
@@ -63,7 +63,7 @@ def _innermost(offsets: ast.expr) -> bool:
     if isinstance(offsets, ast.Subscript):
         items = offsets.slice.elts if isinstance(offsets.slice, ast.Tuple) else [offsets.slice]
         return isinstance(items[-1], ast.Slice)
-    return not any(isinstance(n, ast.Subscript) for n in ast.walk(offsets))
+    return not any(isinstance(n, ast.Subscript) for n in walk(offsets))
 
 
 def _invariant_loads(index: SourceIndex, loop: ast.For | ast.While, out: Collector) -> None:
@@ -73,7 +73,7 @@ def _invariant_loads(index: SourceIndex, loop: ast.For | ast.While, out: Collect
     varying |= {name for stmt in statements for target in _targets(stmt) for name in _names(target)}
     written = set()
     loads = []
-    for node in ast.walk(loop):
+    for node in walk(loop):
         if isinstance(node, ast.Call) and node.args:
             function = index.tl_function(node)
             if function in WRITES:
@@ -101,4 +101,4 @@ def _targets(stmt: ast.stmt) -> list[ast.AST]:
 
 
 def _names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.id for n in walk(node) if isinstance(n, ast.Name)}

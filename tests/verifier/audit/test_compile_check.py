@@ -69,7 +69,9 @@ def test_an_error_in_a_jit_helper_points_into_the_helper(checker):
 
 
 def test_guessed_types_turn_a_compile_failure_into_a_warning(checker):
-    source = ADD.replace("xh = x.half()", "xh = x").replace("mask = offs < n", "mask = offs < n\n    bad = tl.reshape(offs, (3, 5))")
+    source = ADD.replace("xh = x.half()", "xh = x").replace(
+        "mask = offs < n", "mask = offs < n\n    bad = tl.reshape(offs, (3, 5))"
+    )
     findings = checker.findings("add.py", source)
     [finding] = [f for f in findings if f.rule == "TRI601"]
     assert finding.severity == "warning" and "assuming x_ptr: *fp32" in finding.message

@@ -47,7 +47,12 @@ def test_config_is_read_from_the_nearest_pyproject(tmp_path):
     nested = tmp_path / "pkg" / "ops"
     nested.mkdir(parents=True)
     config = load_config(nested)
-    assert (config.select, config.ignore, config.target, config.compile) == (("TRI1", "TRI2"), ("TRI203",), "sm_80", False)
+    assert (config.select, config.ignore, config.target, config.compile) == (
+        ("TRI1", "TRI2"),
+        ("TRI203",),
+        "sm_80",
+        False,
+    )
     assert config.capability == 80
 
 
@@ -76,7 +81,7 @@ def test_directories_yield_triton_files_and_skip_hidden_virtualenvs_and_excluded
         path.write_text("import triton\n" if "plain" not in name else "x = 1\n")
     found = python_files([str(tmp_path)], AuditConfig(exclude=("*/gen/*",)))
     assert [p.relative_to(tmp_path).as_posix() for p in found] == ["a/kernels.py"]
-    with pytest.raises(FileNotFoundError, match="missing.py"):
+    with pytest.raises(FileNotFoundError, match=r"missing\.py"):
         python_files([str(tmp_path / "missing.py")], AuditConfig())
 
 
@@ -98,8 +103,10 @@ def test_huge_and_deeply_nested_inputs_do_not_crash():
 
 
 def test_columns_count_characters_not_utf8_bytes():
-    body = UNMASKED.format(noqa="").replace("    offs = ", "    é = 1\n    offs = ").replace(
-        "tl.store(", "ö = 0; tl.store("
+    body = (
+        UNMASKED.format(noqa="")
+        .replace("    offs = ", "    é = 1\n    offs = ")
+        .replace("tl.store(", "ö = 0; tl.store(")
     )
     [finding] = [f for f in audit(body) if f.message.startswith("tl.store")]
     assert finding.column == 12
@@ -114,7 +121,9 @@ def _mutate(source: str, seed: int) -> str:
         if choice < 0.4:
             text = text[:at] + text[at + rng.randrange(1, 20) :]
         elif choice < 0.8:
-            text = text[:at] + rng.choice(["(", ")", ":", "tl.", "\n    ", "[", ",", "BLOCK", " mask=", "#"]) + text[at:]
+            text = (
+                text[:at] + rng.choice(["(", ")", ":", "tl.", "\n    ", "[", ",", "BLOCK", " mask=", "#"]) + text[at:]
+            )
         else:
             other = source[rng.randrange(len(source)) :][:40]
             text = text[:at] + other + text[at:]

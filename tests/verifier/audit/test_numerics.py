@@ -78,5 +78,7 @@ def test_dot_without_stated_precision_is_info_in_a_library_and_warning_in_a_cand
 
 
 def test_dot_of_explicitly_fp16_operands_is_fine():
-    body = MATMUL.replace(', input_precision="ieee"', "").replace("tl.dot(a, b", "tl.dot(a.to(tl.float16), b.to(tl.float16)")
+    body = MATMUL.replace(', input_precision="ieee"', "").replace(
+        "tl.dot(a, b", "tl.dot(a.to(tl.float16), b.to(tl.float16)"
+    )
     assert "TRI403" not in rules(body)
