@@ -131,3 +131,25 @@ def test_files_without_knowable_signatures_are_not_compiled(checker):
 
 def test_shared_memory_limits_follow_the_architecture():
     assert shared_memory_limit(90) == 232448 and shared_memory_limit(89) == 101376 and shared_memory_limit(61) == 49152
+
+
+@pytest.mark.gpu
+def test_figures_match_what_the_driver_reports_for_the_same_kernel_on_a_real_gpu(tmp_path):
+    import importlib.util
+
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    module_file = tmp_path / "gpu_add.py"
+    module_file.write_text(ADD)
+    spec = importlib.util.spec_from_file_location("gpu_add", module_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = torch.randn(4096, device="cuda")
+    assert torch.allclose(module.add(x, x).float(), (x.half() + x.half()).float())
+    [compiled] = [k for cache in module.add_kernel.device_caches.values() for k in cache[0].values()]
+    compiled._init_handles()
+    checker = CompileChecker(AuditConfig(target=f"sm_{major}{minor}"), cache_dir=tmp_path / "cache")
+    [summary] = checker.findings(str(module_file), ADD)
+    assert f"{compiled.n_regs} registers" in summary.message
+    assert f"{compiled.metadata.shared} bytes shared" in summary.message
