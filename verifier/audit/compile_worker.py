@@ -101,7 +101,29 @@ def _compile(module: types.ModuleType, job: dict, capability: int) -> dict:
         compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
     except Exception as exc:
         return {**result, "error": _describe_error(exc)}
-    return {**result, "shared": int(compiled.metadata.shared), **_ptxas_figures(compiled.asm.get("ptx"), capability)}
+    figures = _ptxas_figures(compiled.asm.get("ptx"), capability)
+    registers = _cubin_registers(compiled.asm.get("cubin"), job["kernel"], capability)
+    if registers is not None:
+        figures["registers"] = registers
+    return {**result, "shared": int(compiled.metadata.shared), **figures}
+
+
+def _cubin_registers(cubin: bytes | None, kernel: str, capability: int) -> int | None:
+    """Registers of the very cubin Triton built (what the driver will report), via `cuobjdump -res-usage`."""
+    ptxas = _ptxas_path(capability)
+    if not cubin or ptxas is None:
+        return None
+    tool = os.path.join(os.path.dirname(ptxas), "cuobjdump")
+    if not os.path.exists(tool):
+        return None
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "kernel.cubin")
+    with open(path, "wb") as handle:
+        handle.write(cubin)
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        run = subprocess.run([tool, "-res-usage", path], capture_output=True, text=True, timeout=60)
+        match = re.search(r"Function \S*" + re.escape(kernel) + r"\S*:\s*REG:(\d+)", run.stdout)
+        return int(match.group(1)) if match else None
+    return None
 
 
 def _constexprs(function, values: dict) -> dict:
@@ -147,7 +169,8 @@ def _last_line(text: str) -> str:
 
 
 def _ptxas_figures(ptx: str | None, capability: int) -> dict:
-    """Registers and spill bytes from `ptxas -v` on the kernel's PTX (the driver is not needed)."""
+    """Registers and spill bytes from `ptxas -v` on the kernel's PTX (the driver is not needed); the register
+    count is replaced by the built cubin's own when `cuobjdump` is available."""
     ptxas = _ptxas_path(capability)
     if not ptx or ptxas is None:
         return {}
