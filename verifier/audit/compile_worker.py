@@ -97,7 +97,8 @@ def _compile(module: types.ModuleType, job: dict, capability: int) -> dict:
     if job["num_stages"] is not None:
         options["num_stages"] = job["num_stages"]
     try:
-        source = ASTSource(function, job["signature"], _constexprs(function, job["constexprs"]))
+        signature = job["signature"]
+        source = ASTSource(function, signature, _constexprs(function, job["constexprs"]), _aligned(signature))
         compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
     except Exception as exc:
         return {**result, "error": _describe_error(exc)}
@@ -126,11 +127,22 @@ def _cubin_registers(cubin: bytes | None, kernel: str, capability: int) -> int |
     return None
 
 
-def _constexprs(function, values: dict) -> dict:
-    """Triton 3.3+ keys constexprs by name; older releases by argument index tuples."""
+def _aligned(signature: dict[str, str]) -> dict | None:
+    """Pointers specialised as 16-byte aligned, as Triton does at launch for tensors torch allocates."""
+    if _triton_version() < (3, 3):
+        return None
+    return {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if kind.startswith("*")}
+
+
+def _triton_version() -> tuple[int, int]:
     import triton
 
-    if tuple(int(p) for p in triton.__version__.split(".")[:2]) >= (3, 3):
+    return tuple(int(part) for part in triton.__version__.split(".")[:2])
+
+
+def _constexprs(function, values: dict) -> dict:
+    """Triton 3.3+ keys constexprs by name; older releases by argument index tuples."""
+    if _triton_version() >= (3, 3):
         return values
     return {(function.arg_names.index(name),): value for name, value in values.items()}
 

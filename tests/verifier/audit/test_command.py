@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -31,9 +32,18 @@ BROKEN = textwrap.dedent(
 )
 
 
+ROOT = Path(__file__).resolve().parents[3]
+
+
 def tritonize(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     return subprocess.run(
-        [sys.executable, "-m", "verifier", "audit", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "verifier", "audit", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
 
 
@@ -119,7 +129,7 @@ def test_broken_config_file_exits_2(project):
 
 
 def test_candidate_files_get_the_anti_hacking_rules(tmp_path):
-    candidate = Path(__file__).resolve().parents[2] / "fixtures" / "zoo" / "functional_relu.py"
+    candidate = ROOT / "tests" / "fixtures" / "zoo" / "functional_relu.py"
     (tmp_path / "cand.py").write_text(candidate.read_text())
     run = tritonize("cand.py", "--format", "json", "--no-compile", cwd=tmp_path)
     assert "TRI302" in {f["rule"] for f in json.loads(run.stdout)}
