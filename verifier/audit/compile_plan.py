@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass
 
 from verifier.audit.dataflow import keyword
-from verifier.audit.source_index import Kernel, Launch, SourceIndex, walk_body
+from verifier.audit.source_index import Kernel, Launch, SourceIndex, walk, walk_body
 
 MAX_JOBS_PER_KERNEL = 4
 TORCH_DTYPES = {
@@ -22,6 +22,7 @@ TORCH_DTYPES = {
 }  # fmt: skip
 CAST_METHODS = {"half": "fp16", "float": "fp32", "bfloat16": "bf16", "double": "fp64", "long": "i64", "int": "i32"}
 POINTER_USES = {"load", "store", "atomic_add", "atomic_cas", "atomic_xchg", "atomic_max", "atomic_min"}
+EXAMPLE_CONSTRUCTORS = {f"torch.{n}" for n in ("randn", "rand", "zeros", "ones", "empty", "full", "randn_like")}
 FLOAT_NAMES = ("eps", "scale", "alpha", "beta", "slope", "momentum", "temperature", "factor", "coef", "theta")
 
 
@@ -72,6 +73,7 @@ def plan(index: SourceIndex) -> list[CompileJob]:
 
 def _kernel_jobs(index: SourceIndex, kernel: Kernel) -> list[CompileJob]:
     pointers = _pointer_params(index, kernel)
+    example = _example_dtype(index)
     launches = index.launches_of(kernel.name)
     settings = [_launch_settings(index, kernel, launch) for launch in launches] or [({}, {}, {})]
     configs = _autotune_configs(index, kernel) or [({}, {})]
@@ -89,7 +91,8 @@ def _kernel_jobs(index: SourceIndex, kernel: Kernel) -> list[CompileJob]:
                 constexprs[name] = value
             else:
                 guessed = tuple(f"{name}={constexprs[name]}" for name in dtypes.get("=guessed", ()))
-                job = _job(kernel, pointers, constexprs, {**options, **config_options}, dtypes, guessed)
+                known = {p: example for p in pointers if example and p not in dtypes} | dtypes
+                job = _job(kernel, pointers, constexprs, {**options, **config_options}, known, guessed)
                 if job not in jobs:
                     jobs.append(job)
     return jobs[:MAX_JOBS_PER_KERNEL]
@@ -194,6 +197,25 @@ def _launch_settings(index: SourceIndex, kernel: Kernel, launch: Launch) -> tupl
         elif isinstance(value, ast.Name) and value.id in allocations:
             dtypes[name] = allocations[value.id]
     return constants, options, dtypes
+
+
+def _example_dtype(index: SourceIndex) -> str | None:
+    """The one floating dtype of every tensor a same-file `get_inputs()` builds (KernelBench example inputs)."""
+    function = index.functions.get("get_inputs")
+    if function is None:
+        return None
+    found = set()
+    for node in walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        resolved = index.resolve(node.func) or ""
+        if resolved.split(".")[-1] in {"randint", "arange", "tensor"} and resolved.startswith("torch."):
+            return None
+        if resolved in EXAMPLE_CONSTRUCTORS:
+            dtype = keyword(node, "dtype")
+            name = (index.resolve(dtype) or "").split(".")[-1] if dtype is not None else "float32"
+            found.add(TORCH_DTYPES.get(name))
+    return found.pop() if len(found) == 1 and None not in found else None
 
 
 def _is_int_expression(index: SourceIndex, value: ast.AST, env: dict) -> bool:

@@ -77,6 +77,18 @@ def test_guessed_types_turn_a_compile_failure_into_a_warning(checker):
     assert finding.severity == "warning" and "assuming x_ptr: *fp32" in finding.message
 
 
+def test_example_inputs_in_the_same_file_give_the_pointer_dtype(checker):
+    source = ADD.replace("xh = x.half()", "xh = x").replace("yh = y.half()", "yh = y")
+    source = source.replace("dtype=torch.float16", "dtype=x.dtype")
+    source += "\n\ndef get_inputs():\n    return [torch.randn(4096, dtype=torch.float16), torch.rand(4096, dtype=torch.float16)]\n"
+    broken = source.replace("mask = offs < n", "mask = offs < n\n    bad = tl.reshape(offs, (3, 5))")
+    [finding] = [f for f in checker.findings("add.py", broken) if f.rule == "TRI601"]
+    assert finding.severity == "error", finding.message
+    mixed = broken.replace("torch.rand(4096, dtype=torch.float16)", "torch.randint(0, 9, (4096,))")
+    [finding] = [f for f in checker.findings("add.py", mixed) if f.rule == "TRI601"]
+    assert finding.severity == "warning" and "assuming x_ptr: *fp32" in finding.message
+
+
 def test_shared_memory_over_the_targets_limit_is_an_error(tmp_path):
     big = textwrap.dedent(
         """
@@ -107,6 +119,34 @@ def test_shared_memory_over_the_targets_limit_is_an_error(tmp_path):
     assert over.severity == "warning"  # the pointers are `.half()` of names, the scalar-free signature is known
     shared = int(next(f for f in findings if f.rule == "TRI604").message.split(" spilled, ")[1].split(" bytes")[0])
     assert shared > shared_memory_limit(80) == 166912
+
+
+def test_register_spills_are_a_warning_with_the_spilled_bytes(checker):
+    spilling = textwrap.dedent(
+        """
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def spill(x_ptr, out_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs)
+            w = tl.load(out_ptr + offs)
+            acc = x * w
+            for i in range(8):
+                acc = acc * x + w
+            tl.store(out_ptr + offs, acc + tl.sum(x * w, 0))
+
+
+        def launch(x, out):
+            spill[(1,)](x, out, BLOCK=8192, num_warps=1)
+        """
+    )
+    [finding] = [f for f in checker.findings("spill.py", spilling) if f.rule == "TRI602"]
+    assert finding.severity == "warning" and "bytes stored" in finding.message and finding.line == 7
+    small = spilling.replace("BLOCK=8192, num_warps=1", "BLOCK=256, num_warps=4")
+    assert [f.rule for f in checker.findings("spill.py", small)] == ["TRI604"]
 
 
 def test_results_are_cached_on_disk_by_source_hash(tmp_path):
