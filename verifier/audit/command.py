@@ -83,6 +83,8 @@ def _compile_findings(audited: list[FileFindings], config: AuditConfig) -> list[
         print(f"tritonize audit: compiling kernels of {len(todo)} file(s) for {config.target}...", file=sys.stderr)
     with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
         outcomes = list(pool.map(lambda item: checker.findings(item.path, item.source), todo))
+    for warning in sorted(checker.warnings):
+        print(f"tritonize audit: warning: compile checks ran without the sandbox: {warning}", file=sys.stderr)
     results = []
     for item, findings in zip(todo, outcomes):
         noqa = suppressions(item.source.splitlines())

@@ -40,6 +40,7 @@ class CompileChecker:
         self.isolate = isolate
         self.cache_dir = cache_dir if cache_dir is not None else default_cache_dir()
         self._memory: dict[str, list[dict]] = {}
+        self.warnings: set[str] = set()
 
     def findings(self, path: str, source: str) -> list[Finding]:
         """Compile findings for one file (empty when no kernel's signature can be known)."""
@@ -92,7 +93,8 @@ class CompileChecker:
             spec = {"source_path": subject, "capability": self.config.capability, "jobs": [j.as_dict() for j in jobs]}
             Path(scratch, "job.json").write_text(json.dumps(spec))
             result_file = os.path.join(scratch, "result.json")
-            prefix, _ = sandbox.launch_prefix(self.isolate)
+            prefix, isolation = sandbox.launch_prefix(self.isolate)
+            self.warnings.update(isolation["warnings"])
             command = [*prefix, sys.executable, "-m", "verifier.audit.compile_worker"]
             command += ["--job", os.path.join(scratch, "job.json"), "--result", result_file, "--scratch", scratch]
             if prefix:

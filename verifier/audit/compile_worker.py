@@ -45,17 +45,17 @@ def compile_all(spec: dict) -> dict:
     path = spec["source_path"]
     with open(path, encoding="utf-8") as handle:
         source = handle.read()
-    module, notes = _rebuild(path, source, {job["kernel"] for job in spec["jobs"]})
+    module, notes = _rebuild(path, source)
     return {"notes": notes, "results": [_compile(module, job, spec["capability"]) for job in spec["jobs"]]}
 
 
-def _rebuild(path: str, source: str, kernels: set[str]) -> tuple[types.ModuleType, list[str]]:
+def _rebuild(path: str, source: str) -> tuple[types.ModuleType, list[str]]:
     tree = ast.parse(source)
     module = types.ModuleType("tritonize_audit_subject")
     module.__file__ = path
     sys.modules[module.__name__] = module
     kept = [s for s in tree.body if not isinstance(s, ast.Import | ast.ImportFrom | ast.ClassDef | ast.Expr)]
-    used = {n.id for s in kept for n in ast.walk(s) if isinstance(n, ast.Name) and not _plain_function(s, kernels)}
+    used = {n.id for s in kept if not _plain_function(s) for n in ast.walk(s) if isinstance(n, ast.Name)}
     notes = []
     for stmt in tree.body:
         if isinstance(stmt, ast.Import | ast.ImportFrom):
@@ -72,7 +72,7 @@ def _rebuild(path: str, source: str, kernels: set[str]) -> tuple[types.ModuleTyp
     return module, notes
 
 
-def _plain_function(stmt: ast.stmt, kernels: set[str]) -> bool:
+def _plain_function(stmt: ast.stmt) -> bool:
     """A launcher or helper: its body does not run when kernels compile, so its names do not count."""
     return isinstance(stmt, ast.FunctionDef) and not any(_keeps(d) for d in stmt.decorator_list)
 

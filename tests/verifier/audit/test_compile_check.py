@@ -80,7 +80,8 @@ def test_guessed_types_turn_a_compile_failure_into_a_warning(checker):
 def test_example_inputs_in_the_same_file_give_the_pointer_dtype(checker):
     source = ADD.replace("xh = x.half()", "xh = x").replace("yh = y.half()", "yh = y")
     source = source.replace("dtype=torch.float16", "dtype=x.dtype")
-    source += "\n\ndef get_inputs():\n    return [torch.randn(4096, dtype=torch.float16), torch.rand(4096, dtype=torch.float16)]\n"
+    inputs = "[torch.randn(4096, dtype=torch.float16), torch.rand(4096, dtype=torch.float16)]"
+    source += f"\n\ndef get_inputs():\n    return {inputs}\n"
     broken = source.replace("mask = offs < n", "mask = offs < n\n    bad = tl.reshape(offs, (3, 5))")
     [finding] = [f for f in checker.findings("add.py", broken) if f.rule == "TRI601"]
     assert finding.severity == "error", finding.message
