@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from verifier.audit.source_index import dotted_name, walk_body
 from verifier.findings import Finding, Rule
 
 RULES: dict[str, Rule] = {
@@ -123,18 +124,6 @@ def _torch_attribute_rule(resolved: str) -> tuple[str, str] | None:
     return None
 
 
-def _dotted(node: ast.AST) -> str | None:
-    """`a.b.c` for a chain of attribute loads on a name; None for anything else."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
 class _Checker:
     def __init__(self, tree: ast.Module, task_module: str | None):
         self.tree = tree
@@ -170,7 +159,7 @@ class _Checker:
 
     def _resolve(self, node: ast.AST) -> str | None:
         """Dotted name with import aliases expanded (`F.relu` -> `torch.nn.functional.relu`)."""
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")
@@ -278,7 +267,7 @@ class _Checker:
             for sub in ast.walk(target):
                 if not isinstance(sub, ast.Attribute):
                     continue
-                root = _dotted(sub)
+                root = dotted_name(sub)
                 head = root.split(".")[0] if root else None
                 if head in self.aliases or (head in self.classes and head != "self"):
                     self._add("TRI307", sub, f"assigning `{root}` patches shared code")
@@ -333,7 +322,7 @@ class _ForwardScan:
         self.calls: list[_Work] = []
 
     def run(self) -> list[_Work]:
-        for stmt in _statements(self.func.body):
+        for stmt in walk_body(self.func.body):
             self._statement(stmt)
         return self.calls
 
@@ -510,31 +499,17 @@ SCALAR_ANNOTATIONS = {"int", "float", "bool", "str", "tuple", "list", "dict"}
 
 
 def _annotated_tensor(arg: ast.arg) -> bool:
-    return arg.annotation is not None and (_dotted(arg.annotation) or "").endswith("Tensor")
+    return arg.annotation is not None and (dotted_name(arg.annotation) or "").endswith("Tensor")
 
 
 def _annotated_scalar(arg: ast.arg) -> bool:
-    return arg.annotation is not None and (_dotted(arg.annotation) or "").split(".")[-1] in SCALAR_ANNOTATIONS
+    return arg.annotation is not None and (dotted_name(arg.annotation) or "").split(".")[-1] in SCALAR_ANNOTATIONS
 
 
 def _root_name(node: ast.AST) -> str | None:
     while isinstance(node, ast.Subscript | ast.Attribute | ast.Call):
         node = node.func if isinstance(node, ast.Call) else node.value
     return node.id if isinstance(node, ast.Name) else None
-
-
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement of a body in source order, nested blocks included, nested definitions not entered."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            continue
-        for name in ("body", "orelse", "finalbody"):
-            yield from _statements(getattr(stmt, name, []))
-        for handler in getattr(stmt, "handlers", []):
-            yield from _statements(handler.body)
-        for case in getattr(stmt, "cases", []):
-            yield from _statements(case.body)
 
 
 def _own_expressions(stmt: ast.stmt) -> Iterator[ast.AST]:

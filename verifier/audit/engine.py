@@ -46,12 +46,8 @@ def audit_source(source: str | bytes, path: str = "<string>", config: AuditConfi
 def audit_file(path: Path, config: AuditConfig | None = None) -> FileFindings:
     """Audit one file; an unreadable file is a usage error (OSError), not a finding."""
     raw = path.read_bytes()
-    findings = audit_source(raw, str(path), config)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    return FileFindings(str(path), findings, text)
+    text, _ = _decode(raw)
+    return FileFindings(str(path), audit_source(raw if text is None else text, str(path), config), text)
 
 
 def python_files(paths: Iterable[str], config: AuditConfig) -> list[Path]:

@@ -6,7 +6,7 @@ import ast
 
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import KernelFlow, keyword
-from verifier.audit.source_index import WRAPPING_DECORATORS, Kernel, SourceIndex, walk
+from verifier.audit.source_index import WRAPPING_DECORATORS, Kernel, SourceIndex, next_power_of_two, walk
 
 SHAPE_ARGUMENTS = {"zeros": (0, "shape"), "full": (0, "shape")}
 VARIADIC_SHAPES = {"reshape", "view", "broadcast_to"}
@@ -72,7 +72,7 @@ def check_launches(index: SourceIndex, out: Collector) -> None:
         function = index.functions.get(launch.kernel)
         if function is None or launch.kernel in index.kernels or launch.kernel in rebound:
             continue
-        others = [d for d in function.decorator_list if _decorator(index, d) not in WRAPPING_DECORATORS]
+        others = [d for d in function.decorator_list if index.decorator_name(d) not in WRAPPING_DECORATORS]
         if others:
             continue
         anchor = function.decorator_list[0] if function.decorator_list else function
@@ -138,7 +138,7 @@ def _arange(index: SourceIndex, kernel: Kernel, flow: KernelFlow, call: ast.Call
                 "TRI101",
                 call,
                 f"tl.arange({low}, {high}) has {size} elements; Triton needs a power of two. "
-                f"Use {_next_power_of_two(size)} and mask the extra lanes",
+                f"Use {next_power_of_two(size)} and mask the extra lanes",
             )
         return
     for bound in (start, end):
@@ -319,10 +319,6 @@ def _is_none(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def _decorator(index: SourceIndex, decorator: ast.AST) -> str | None:
-    return index.resolve(decorator.func if isinstance(decorator, ast.Call) else decorator)
-
-
 def _jit_spelling(index: SourceIndex) -> str:
     for alias, target in index.aliases.items():
         if target == "triton":
@@ -330,7 +326,3 @@ def _jit_spelling(index: SourceIndex) -> str:
         if target == "triton.jit":
             return alias
     return "triton.jit"
-
-
-def _next_power_of_two(size: int) -> int:
-    return 1 << max(size - 1, 0).bit_length()

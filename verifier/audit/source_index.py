@@ -109,7 +109,7 @@ class SourceIndex:
                 return None
             value = self.const_value(node.args[0], env, depth + 1)
             if isinstance(value, int) and self.resolve(node.func) == "triton.next_power_of_2":
-                return 1 << max(value - 1, 0).bit_length()
+                return next_power_of_two(value)
             return value
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             value = self.const_value(node.operand, env, depth + 1)
@@ -145,13 +145,14 @@ class SourceIndex:
         for node in self.nodes:
             if not isinstance(node, ast.FunctionDef):
                 continue
-            decorators = [self._decorator_name(d) for d in node.decorator_list]
+            decorators = [self.decorator_name(d) for d in node.decorator_list]
             if any(d in JIT_DECORATORS for d in decorators):
                 self.kernels[node.name] = self._kernel(node)
             elif node.name not in self.kernels:
                 self.functions.setdefault(node.name, node)
 
-    def _decorator_name(self, decorator: ast.AST) -> str | None:
+    def decorator_name(self, decorator: ast.AST) -> str | None:
+        """The resolved name of a decorator, called (`@triton.autotune(...)`) or not (`@triton.jit`)."""
         return self.resolve(decorator.func if isinstance(decorator, ast.Call) else decorator)
 
     def _kernel(self, node: ast.FunctionDef) -> Kernel:
@@ -170,7 +171,7 @@ class SourceIndex:
         )
         for decorator in node.decorator_list:
             if isinstance(decorator, ast.Call):
-                name = self._decorator_name(decorator)
+                name = self.decorator_name(decorator)
                 if name in {"triton.autotune", "triton.runtime.autotune"}:
                     kernel.autotune = decorator
                 elif name in {"triton.heuristics", "triton.runtime.heuristics"}:
@@ -256,6 +257,11 @@ def _walk_with_bodies(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[a
     return found, bodies
 
 
+def next_power_of_two(size: int) -> int:
+    """The smallest power of two >= size (as `triton.next_power_of_2`)."""
+    return 1 << max(size - 1, 0).bit_length()
+
+
 def dotted_name(node: ast.AST) -> str | None:
     """`a.b.c` for a chain of attribute loads on a name; None for anything else."""
     parts: list[str] = []
@@ -272,7 +278,7 @@ def walk_body(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement of a body in source order, nested blocks included, nested definitions not entered."""
     for stmt in body:
         yield stmt
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             continue
         for name in ("body", "orelse", "finalbody"):
             yield from walk_body(getattr(stmt, name, []))
