@@ -78,6 +78,8 @@ def _two_thousand_lines(sources: dict[Path, bytes]) -> str:
 
 def _compile_costs(sources: dict[Path, bytes], limit: int) -> None:
     """Cold (sandboxed compile) and warm (cache hit) cost per kernel for the first files with plannable kernels."""
+    if limit <= 0:
+        return
     picked = []
     for path, raw in sources.items():
         text = raw.decode("utf-8", "replace")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from verifier.audit.source_index import dotted_name, walk_body
+from verifier.audit.source_index import dotted_name, import_aliases, resolve_name, walk, walk_body
 from verifier.findings import Finding, Rule
 
 RULES: dict[str, Rule] = {
@@ -57,6 +57,10 @@ DELEGATION_PREFIXES = (
     "torch.utils.cpp_extension", "torch.cuda.jiterator",
 )  # fmt: skip
 CACHE_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.cached_property"}
+TRY_NODES = {ast.Try, getattr(ast, "TryStar", ast.Try)}
+BINDING_NODES = {ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete}
+MODULE_WIDE_NODES = {ast.Import, ast.ImportFrom, ast.Name, ast.Attribute, ast.ClassDef, ast.FunctionDef, ast.Call}
+MODULE_WIDE_NODES |= TRY_NODES | BINDING_NODES | {ast.AsyncFunctionDef}
 IO_PREFIXES = (
     "torch.load", "torch.save", "torch.from_file", "torch.hub", "torch.serialization", "torch.multiprocessing",
     "torch.distributed", "torch.utils.data",
@@ -95,13 +99,18 @@ SAFE_BUILTINS = {
 }  # fmt: skip
 
 
-def check_candidate(source: str, task_module: str | None = None, tree: ast.Module | None = None) -> list[Finding]:
+def check_candidate(
+    source: str,
+    task_module: str | None = None,
+    tree: ast.Module | None = None,
+    nodes: list[ast.AST] | None = None,
+) -> list[Finding]:
     """Return every static anti-hacking finding in a candidate's source (raises SyntaxError if unparsable).
 
-    `tree` is the source's already-parsed module, when the caller has one.
+    `tree` is the source's already-parsed module and `nodes` its `walk`, when the caller has them.
     """
     tree = tree if tree is not None else ast.parse(source)
-    checker = _Checker(tree, task_module)
+    checker = _Checker(tree, task_module, nodes if nodes is not None else walk(tree))
     checker.run()
     return sorted(checker.findings, key=lambda f: (f.line, f.column, f.rule))
 
@@ -125,8 +134,9 @@ def _torch_attribute_rule(resolved: str) -> tuple[str, str] | None:
 
 
 class _Checker:
-    def __init__(self, tree: ast.Module, task_module: str | None):
+    def __init__(self, tree: ast.Module, task_module: str | None, nodes: list[ast.AST]):
         self.tree = tree
+        self.nodes = nodes
         self.task_module = task_module
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}
@@ -134,12 +144,12 @@ class _Checker:
         self.classes: dict[str, ast.ClassDef] = {}
         self.kernels: set[str] = set()
         self.module_names: set[str] = set()
-        self.nodes: list[ast.AST] = []
 
     def run(self) -> None:
         self._collect_definitions()
         for node in self.nodes:
-            self._check_module_wide(node)
+            if type(node) in MODULE_WIDE_NODES:
+                self._check_module_wide(node)
         if not self.kernels:
             self._add("TRI301", self.tree, "no @triton.jit kernel is defined: the compute must run in Triton")
         self._check_unused_kernels()
@@ -159,16 +169,9 @@ class _Checker:
 
     def _resolve(self, node: ast.AST) -> str | None:
         """Dotted name with import aliases expanded (`F.relu` -> `torch.nn.functional.relu`)."""
-        dotted = dotted_name(node)
-        if dotted is None:
-            return None
-        head, _, rest = dotted.partition(".")
-        if head in self.aliases:
-            return self.aliases[head] + ("." + rest if rest else "")
-        return dotted
+        return resolve_name(node, self.aliases)
 
     def _collect_definitions(self) -> None:
-        self.nodes = list(ast.walk(self.tree))
         for node in self.tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.functions[node.name] = node
@@ -182,17 +185,9 @@ class _Checker:
                     for name in ast.walk(target):
                         if isinstance(name, ast.Name):
                             self.module_names.add(name.id)
+        self.aliases = import_aliases(self.nodes)
         for node in self.nodes:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    self.aliases[alias.asname or alias.name.split(".")[0]] = (
-                        alias.name if alias.asname else alias.name.split(".")[0]
-                    )
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        for node in self.nodes:
-            if isinstance(node, ast.FunctionDef) and any(self._is_jit(d) for d in node.decorator_list):
+            if type(node) is ast.FunctionDef and any(self._is_jit(d) for d in node.decorator_list):
                 self.kernels.add(node.name)
 
     def _is_jit(self, decorator: ast.AST) -> bool:
@@ -202,9 +197,9 @@ class _Checker:
     # ---------------------------------------------------------------- whole-module rules
 
     def _check_unused_kernels(self) -> None:
-        used = {n.id for n in self.nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        used = {n.id for n in self.nodes if type(n) is ast.Name and type(n.ctx) is ast.Load}
         for node in self.nodes:
-            if isinstance(node, ast.FunctionDef) and node.name in self.kernels and node.name not in used:
+            if type(node) is ast.FunctionDef and node.name in self.kernels and node.name not in used:
                 self._add(
                     "TRI316",
                     node,
@@ -212,24 +207,26 @@ class _Checker:
                 )
 
     def _check_module_wide(self, node: ast.AST) -> None:
-        if isinstance(node, ast.Import | ast.ImportFrom):
+        kind = type(node)
+        if kind is ast.Import or kind is ast.ImportFrom:
             self._check_import(node)
-        elif isinstance(node, ast.Try | getattr(ast, "TryStar", ast.Try)):
+        elif kind in TRY_NODES:
             self._add("TRI303", node, "try/except is not allowed: a fallback path can hide PyTorch compute")
-        elif isinstance(node, ast.Name) and node.id in DYNAMIC_BUILTINS | {"__builtins__"}:
-            self._add("TRI305", node, f"`{node.id}` runs or reaches code the verifier cannot check")
-        elif isinstance(node, ast.Attribute):
+        elif kind is ast.Name:
+            if node.id in DYNAMIC_BUILTINS or node.id == "__builtins__":
+                self._add("TRI305", node, f"`{node.id}` runs or reaches code the verifier cannot check")
+        elif kind is ast.Attribute:
             self._check_attribute(node)
-        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+        elif kind in BINDING_NODES:
             self._check_patching(node)
-        elif isinstance(node, ast.ClassDef):
+        elif kind is ast.ClassDef:
             self._check_class(node)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             for decorator in node.decorator_list:
                 target = decorator.func if isinstance(decorator, ast.Call) else decorator
                 if self._resolve(target) in CACHE_DECORATORS:
                     self._add("TRI310", decorator, "a caching decorator lets results survive between calls")
-        elif isinstance(node, ast.Call):
+        elif kind is ast.Call:
             self._check_call_anywhere(node)
 
     def _check_import(self, node: ast.Import | ast.ImportFrom) -> None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import ast
 
-from verifier.audit.source_index import Kernel, SourceIndex, walk
+from verifier.audit.source_index import CHILD_FIELDS, Kernel, SourceIndex, child_nodes
 
 REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod", "xor_sum", "associative_scan"}
 MAX_DEPTH = 60
 MAX_ROUNDS = 12
+EMPTY: frozenset[str] = frozenset()
 LOW_PRECISION = {"float16", "bfloat16", "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16"}
 
 
@@ -25,62 +26,92 @@ class KernelFlow:
         self.kernel = kernel
         self._names: dict[str, frozenset[str]] = {p: frozenset({f"param:{p}"}) for p in kernel.params}
         self._nodes: dict[int, frozenset[str]] = {}
-        self._solved = False
+        self._memoise = False
         self._solve()
 
     def _solve(self) -> None:
-        """Tags of every assigned name: a fixed point over all assignments (loops make names depend on
-        themselves), by worklist. Expression results are memoised only once the names are final."""
+        """Tags of every assigned name: the least fixed point over all assignments, solved one strongly
+        connected group of names at a time, dependencies first. A name outside a loop-carried cycle is final
+        after one evaluation, so its expressions are memoised at once; a cycle is iterated to its fixed point."""
         assignments = self.kernel.assignments
-        users: dict[str, set[str]] = {}
+        depends: dict[str, set[str]] = {name: set() for name in assignments}
         for name, values in assignments.items():
-            self._names.setdefault(name, frozenset())
+            self._names.setdefault(name, EMPTY)
             for value in values:
-                for node in walk(value):
-                    if isinstance(node, ast.Name) and node.id in assignments:
-                        users.setdefault(node.id, set()).add(name)
-        queue = list(reversed(assignments))
+                for node in self.index.subtree(value):
+                    if type(node) is ast.Name and node.id in assignments:
+                        depends[name].add(node.id)
+        for group in strongly_connected(depends):
+            if len(group) == 1 and group[0] not in depends[group[0]]:
+                self._memoise = True
+                self._update(group[0])
+            else:
+                self._memoise = False
+                self._iterate(group, depends)
+        self._memoise = True
+
+    def _update(self, name: str) -> bool:
+        merged = self._names[name].union(*(self.tags(value) for value in self.kernel.assignments[name]))
+        changed = merged != self._names[name]
+        self._names[name] = merged
+        return changed
+
+    def _iterate(self, group: list[str], depends: dict[str, set[str]]) -> None:
+        """Worklist over one cycle of names until nothing changes (or the round budget runs out)."""
+        members = set(group)
+        users = {name: {user for user in group if name in depends[user]} for name in group}
+        order = [name for name in self.kernel.assignments if name in members]
+        queue = list(reversed(order))
         queued = set(queue)
-        budget = MAX_ROUNDS * max(len(assignments), 1)
+        budget = MAX_ROUNDS * len(group)
         while queue and budget > 0:
             budget -= 1
             name = queue.pop()
             queued.discard(name)
-            merged = self._names[name].union(*(self.tags(value) for value in assignments[name]))
-            if merged != self._names[name]:
-                self._names[name] = merged
-                for user in users.get(name, ()):
-                    if user not in queued:
-                        queue.append(user)
-                        queued.add(user)
-        self._solved = True
+            if self._update(name):
+                for user in users[name] - queued:
+                    queue.append(user)
+                    queued.add(user)
 
     def tags(self, node: ast.AST | None, depth: int = 0) -> frozenset[str]:
         """Facts that may reach `node`: pid, arange, wrapped, load, masked_no_other, max, sub, i64, block_ptr,
         and `param:<name>` for each kernel parameter it depends on."""
         if node is None or depth > MAX_DEPTH:
-            return frozenset()
-        if isinstance(node, ast.Name):
-            return self._names.get(node.id, frozenset())
+            return EMPTY
+        kind = type(node)
+        if kind is ast.Name:
+            return self._names.get(node.id, EMPTY)
+        if not CHILD_FIELDS.get(kind, True):
+            return EMPTY
         key = id(node)
         if key in self._nodes:
             return self._nodes[key]
         tags = self._expression_tags(node, depth)
-        if self._solved:
+        if self._memoise:
             self._nodes[key] = tags
         return tags
 
     def _expression_tags(self, node: ast.AST, depth: int) -> frozenset[str]:
         if isinstance(node, ast.Call):
             return self._call_tags(node, depth)
-        tags = frozenset().union(*(self.tags(child, depth + 1) for child in ast.iter_child_nodes(node)))
-        if isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.Mult):
-                tags = frozenset(t.replace("masked_no_other@", "masked_no_other_scaled@") for t in tags)
-            if isinstance(node.op, ast.Mod) and "arange" in self.tags(node.left, depth + 1):
-                tags |= {"wrapped"}
-            if isinstance(node.op, ast.Sub) and self.index.const_value(node.right) is None:
-                tags |= {"sub"}
+        if type(node) is ast.BinOp:
+            return self._binop_tags(node, depth)
+        tags = EMPTY
+        for child in child_nodes(node):
+            child_tags = self.tags(child, depth + 1)
+            if child_tags:
+                tags = tags | child_tags
+        return tags
+
+    def _binop_tags(self, node: ast.BinOp, depth: int) -> frozenset[str]:
+        left = self.tags(node.left, depth + 1)
+        tags = left | self.tags(node.right, depth + 1)
+        if isinstance(node.op, ast.Mult):
+            tags = frozenset(t.replace("masked_no_other@", "masked_no_other_scaled@") for t in tags)
+        if isinstance(node.op, ast.Mod) and "arange" in left:
+            tags |= {"wrapped"}
+        if isinstance(node.op, ast.Sub) and self.index.const_value(node.right) is None:
+            tags |= {"sub"}
         return tags
 
     def _call_tags(self, call: ast.Call, depth: int) -> frozenset[str]:
@@ -89,9 +120,9 @@ class KernelFlow:
         inner |= frozenset().union(*(self.tags(k.value, depth + 1) for k in call.keywords))
         if isinstance(call.func, ast.Attribute) and function is None:
             inner |= self.tags(call.func.value, depth + 1)
-            if call.func.attr == "to" and _mentions_int64(call):
+            if call.func.attr == "to" and _mentions_int64(self.index, call):
                 inner |= {"i64"}
-            if call.func.attr == "to" and _mentions_low_precision(call):
+            if call.func.attr == "to" and _mentions_low_precision(self.index, call):
                 inner |= {"low_precision"}
         if function == "program_id":
             return frozenset({"pid"})
@@ -103,11 +134,11 @@ class KernelFlow:
             inner |= {"max"}
         if function in {"make_block_ptr", "advance", "make_tensor_descriptor"}:
             inner |= {"block_ptr"}
-        if function == "cast" and _mentions_int64(call):
+        if function == "cast" and _mentions_int64(self.index, call):
             inner |= {"i64"}
         if function in {"exp", "exp2"} and "load" in inner and not {"sub", "max"} & inner:
             inner |= {f"unshifted_exp@{location(call)}"}
-        if function in {"to", "cast"} and _mentions_low_precision(call):
+        if function in {"to", "cast"} and _mentions_low_precision(self.index, call):
             inner |= {"low_precision"}
         if function == "load":
             keywords = {k.arg for k in call.keywords}
@@ -132,12 +163,12 @@ def tagged_locations(tags: frozenset[str], prefix: str) -> set[str]:
     return {t.split("@", 1)[1] for t in tags if t.startswith(prefix + "@")}
 
 
-def _mentions_low_precision(call: ast.Call) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr in LOW_PRECISION for n in walk(call))
+def _mentions_low_precision(index: SourceIndex, call: ast.Call) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr in LOW_PRECISION for n in index.subtree(call))
 
 
-def _mentions_int64(call: ast.Call) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr in {"int64", "uint64"} for n in walk(call))
+def _mentions_int64(index: SourceIndex, call: ast.Call) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr in {"int64", "uint64"} for n in index.subtree(call))
 
 
 def call_name(index: SourceIndex, call: ast.Call) -> str | None:
@@ -153,3 +184,45 @@ def keyword(call: ast.Call, name: str) -> ast.expr | None:
         if item.arg == name:
             return item.value
     return None
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, iteratively; each group comes after every group it reaches."""
+    number: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for root in graph:
+        if root in number:
+            continue
+        number[root] = low[root] = len(number)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(graph[root]))]
+        while work:
+            node, successors = work[-1]
+            for successor in successors:
+                if successor not in number:
+                    number[successor] = low[successor] = len(number)
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    work.append((successor, iter(graph[successor])))
+                    break
+                if successor in on_stack:
+                    low[node] = min(low[node], number[successor])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == number[node]:
+                    group = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.append(member)
+                        if member == node:
+                            break
+                    groups.append(group)
+    return groups

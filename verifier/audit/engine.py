@@ -129,7 +129,7 @@ def _static_findings(text: str) -> list[Finding]:
     language.check_launches(index, out)
     if index.is_candidate():
         try:
-            out.findings.extend(check_candidate(text, tree=tree))
+            out.findings.extend(check_candidate(text, tree=tree, nodes=index.nodes))
         except RecursionError:
             out.add("TRI000", tree, "the anti-hacking checks hit Python's recursion limit on this file")
     return out.findings

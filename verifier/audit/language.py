@@ -6,7 +6,7 @@ import ast
 
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import KernelFlow, keyword
-from verifier.audit.source_index import WRAPPING_DECORATORS, Kernel, SourceIndex, next_power_of_two, walk
+from verifier.audit.source_index import WRAPPING_DECORATORS, Kernel, SourceIndex, next_power_of_two
 
 SHAPE_ARGUMENTS = {"zeros": (0, "shape"), "full": (0, "shape")}
 VARIADIC_SHAPES = {"reshape", "view", "broadcast_to"}
@@ -41,7 +41,7 @@ if hasattr(ast, "Match"):
 
 def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Collector) -> None:
     """Run every TRI1xx rule on one kernel."""
-    _unsupported_constructs(kernel, out)
+    _unsupported_constructs(index, kernel, out)
     for node in kernel.nodes:
         if not isinstance(node, ast.Call):
             continue
@@ -91,12 +91,12 @@ def check_launches(index: SourceIndex, out: Collector) -> None:
         )
 
 
-def _unsupported_constructs(kernel: Kernel, out: Collector) -> None:
+def _unsupported_constructs(index: SourceIndex, kernel: Kernel, out: Collector) -> None:
     for node in kernel.nodes:
         what = UNSUPPORTED.get(type(node))
         if isinstance(node, ast.For | ast.While):
             what = "`else` after a loop" if node.orelse else None
-            returns = [n for stmt in node.body for n in walk(stmt) if isinstance(n, ast.Return)]
+            returns = [n for stmt in node.body for n in index.subtree(stmt) if isinstance(n, ast.Return)]
             if returns:
                 out.add(
                     "TRI105",

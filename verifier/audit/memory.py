@@ -6,14 +6,14 @@ import ast
 
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import REDUCTIONS, KernelFlow, call_name, keyword, location, tagged_locations
-from verifier.audit.source_index import Kernel, SourceIndex, walk
+from verifier.audit.source_index import Kernel, SourceIndex
 
 NEUTRAL_OTHER = {"max": 'float("-inf")', "argmax": 'float("-inf")', "min": 'float("inf")', "argmin": 'float("inf")'}
 
 
 def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Collector) -> None:
     """Run every TRI2xx rule on one kernel."""
-    guarded = _constexpr_guarded(kernel)
+    guarded = _constexpr_guarded(index, kernel)
     proven = _size_asserted(index, kernel)
     products: list[tuple[ast.BinOp, ast.expr, str]] = []
     for node in kernel.nodes:
@@ -142,14 +142,15 @@ def _program_id_definition(index: SourceIndex, kernel: Kernel, pid_side: ast.exp
     return None
 
 
-def _constexpr_guarded(kernel: Kernel) -> set[int]:
+def _constexpr_guarded(index: SourceIndex, kernel: Kernel) -> set[int]:
     """Nodes under an `if` on constexpr parameters only (the EVEN_K / no-mask fast-path pattern)."""
     guarded: set[int] = set()
     for node in kernel.nodes:
         if isinstance(node, ast.If) and id(node) not in guarded:
-            names = {n.id for n in walk(node.test) if isinstance(n, ast.Name)}
+            names = {n.id for n in index.subtree(node.test) if isinstance(n, ast.Name)}
             if names and names <= kernel.constexprs:
-                guarded |= {id(n) for branch in (node.body, node.orelse) for stmt in branch for n in walk(stmt)}
+                for stmt in (*node.body, *node.orelse):
+                    guarded.update(id(n) for n in index.subtree(stmt))
     return guarded
 
 
@@ -160,12 +161,12 @@ def _size_asserted(index: SourceIndex, kernel: Kernel) -> bool:
         *(launch.scope for launch in index.launches_of(kernel.name) if launch.scope is not index.tree),
     ]
     for scope in scopes:
-        for node in walk(scope):
+        for node in index.subtree(scope):
             test = None
             if isinstance(node, ast.Assert):
                 test = node.test
             elif isinstance(node, ast.Call) and index.tl_function(node) in {"static_assert", "device_assert", "assume"}:
                 test = node.args[0] if node.args else None
-            if test is not None and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in walk(test)):
+            if test is not None and any(type(n) is ast.BinOp and type(n.op) is ast.Mod for n in index.subtree(test)):
                 return True
     return False

@@ -6,7 +6,7 @@ import ast
 
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import LOW_PRECISION, KernelFlow, call_name, keyword, location, tagged_locations
-from verifier.audit.source_index import Kernel, SourceIndex, walk
+from verifier.audit.source_index import Kernel, SourceIndex
 
 
 def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Collector) -> None:
@@ -47,7 +47,7 @@ def _low_precision_accumulator(index: SourceIndex, kernel: Kernel, call: ast.Cal
     names = [name for name, values in kernel.assignments.items() if any(v is call for v in values)]
     for name in names:
         updates = [v for v in kernel.assignments[name] if v is not call]
-        if any(isinstance(n, ast.Name) and n.id == name for v in updates for n in walk(v)):
+        if any(isinstance(n, ast.Name) and n.id == name for v in updates for n in index.subtree(v)):
             out.add(
                 "TRI402",
                 dtype,

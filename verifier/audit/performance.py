@@ -6,7 +6,7 @@ import ast
 
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import KernelFlow, keyword
-from verifier.audit.source_index import Kernel, SourceIndex, assigned, walk, walk_body
+from verifier.audit.source_index import Kernel, SourceIndex, assigned, walk_body
 
 WRITES = {"store", "atomic_add", "atomic_cas", "atomic_xchg", "atomic_max", "atomic_min", "atomic_and", "atomic_or"}
 
@@ -43,14 +43,14 @@ def _untuned(index: SourceIndex, kernel: Kernel, out: Collector) -> None:
 
 
 def _strided_inner(index: SourceIndex, flow: KernelFlow, call: ast.Call, out: Collector) -> None:
-    for node in walk(call.args[0]):
+    for node in index.subtree(call.args[0]):
         if not isinstance(node, ast.BinOp) or not isinstance(node.op, ast.Mult):
             continue
         for offsets, factor in ((node.left, node.right), (node.right, node.left)):
             value = index.const_value(factor)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 1:
                 continue
-            if "arange" in flow.tags(offsets) and _innermost(offsets):
+            if "arange" in flow.tags(offsets) and _innermost(index, offsets):
                 out.add(
                     "TRI502",
                     node,
@@ -59,30 +59,30 @@ def _strided_inner(index: SourceIndex, flow: KernelFlow, call: ast.Call, out: Co
                 )
 
 
-def _innermost(offsets: ast.expr) -> bool:
+def _innermost(index: SourceIndex, offsets: ast.expr) -> bool:
     if isinstance(offsets, ast.Subscript):
         items = offsets.slice.elts if isinstance(offsets.slice, ast.Tuple) else [offsets.slice]
         return isinstance(items[-1], ast.Slice)
-    return not any(isinstance(n, ast.Subscript) for n in walk(offsets))
+    return not any(isinstance(n, ast.Subscript) for n in index.subtree(offsets))
 
 
 def _invariant_loads(index: SourceIndex, loop: ast.For | ast.While, out: Collector) -> None:
     statements = list(walk_body(loop.body))
     varying = {name for stmt in statements for name, _ in assigned(stmt)}
-    varying |= _names(loop.target) if isinstance(loop, ast.For) else set()
-    varying |= {name for stmt in statements for target in _targets(stmt) for name in _names(target)}
+    varying |= _names(index, loop.target) if isinstance(loop, ast.For) else set()
+    varying |= {name for stmt in statements for target in _targets(stmt) for name in _names(index, target)}
     written = set()
     loads = []
-    for node in walk(loop):
+    for node in index.subtree(loop):
         if isinstance(node, ast.Call) and node.args:
             function = index.tl_function(node)
             if function in WRITES:
-                written |= _names(node.args[0])
+                written |= _names(index, node.args[0])
             elif function == "load":
                 loads.append(node)
     for load in loads:
-        used = set().union(*(_names(a) for a in load.args), *(_names(k.value) for k in load.keywords))
-        if used & varying or _names(load.args[0]) & written or keyword(load, "volatile") is not None:
+        used = set().union(*(_names(index, a) for a in load.args), *(_names(index, k.value) for k in load.keywords))
+        if used & varying or _names(index, load.args[0]) & written or keyword(load, "volatile") is not None:
             continue
         out.add(
             "TRI503",
@@ -100,5 +100,5 @@ def _targets(stmt: ast.stmt) -> list[ast.AST]:
     return []
 
 
-def _names(node: ast.AST) -> set[str]:
-    return {n.id for n in walk(node) if isinstance(n, ast.Name)}
+def _names(index: SourceIndex, node: ast.AST) -> set[str]:
+    return {n.id for n in index.subtree(node) if isinstance(n, ast.Name)}

@@ -53,8 +53,9 @@ class SourceIndex:
         self.classes: dict[str, ast.ClassDef] = {}
         self.constants: dict[str, int | float | bool] = {}
         self.launches: list[Launch] = []
-        self.nodes, self._bodies = _walk_with_bodies(tree)
-        self._collect_aliases()
+        self.nodes, self._spans = _preorder(tree)
+        self._tl_functions: dict[int, tuple[ast.Call, str | None]] = {}
+        self.aliases = import_aliases(self.nodes)
         self._collect_definitions()
         self._collect_launches()
 
@@ -62,23 +63,38 @@ class SourceIndex:
 
     def resolve(self, node: ast.AST) -> str | None:
         """Dotted name with import aliases expanded: `tl.arange` -> `triton.language.arange`."""
-        dotted = dotted_name(node)
-        if dotted is None:
-            return None
-        head, _, rest = dotted.partition(".")
-        if head in self.aliases:
-            return self.aliases[head] + ("." + rest if rest else "")
-        return dotted
+        return resolve_name(node, self.aliases)
 
     def tl_function(self, call: ast.AST) -> str | None:
         """`arange` for a call of `tl.arange` (also `tl.math.exp` -> `exp`, `libdevice.exp` -> `exp`)."""
         if not isinstance(call, ast.Call):
             return None
+        cached = self._tl_functions.get(id(call))
+        if cached is None or cached[0] is not call:
+            cached = self._tl_functions[id(call)] = (call, self._tl_function(call))
+        return cached[1]
+
+    def _tl_function(self, call: ast.Call) -> str | None:
         resolved = self.resolve(call.func) or ""
         for prefix in (TL + ".math.", TL + ".extra.cuda.libdevice.", TL + ".extra.libdevice.", TL + "."):
             if resolved.startswith(prefix):
                 return resolved[len(prefix) :]
         return None
+
+    def subtree(self, node: ast.AST) -> list[ast.AST]:
+        """Every node under `node` (itself included) in source order, as `walk(node)`, without walking again."""
+        span = self._spans.get(id(node))
+        if span is None:
+            return walk(node)
+        return self.nodes[span[0] : span[1]]
+
+    def _body_nodes(self, function: ast.FunctionDef) -> list[ast.AST]:
+        """The nodes of a function's body statements (not its arguments or decorators)."""
+        first = self._spans.get(id(function.body[0]))
+        last = self._spans.get(id(function.body[-1]))
+        if first is None or last is None:
+            return [n for stmt in function.body for n in self.subtree(stmt)]
+        return self.nodes[first[0] : last[1]]
 
     def tl_alias(self) -> str:
         """How this module spells `triton.language` (for fixes)."""
@@ -123,17 +139,6 @@ class SourceIndex:
 
     # ---------------------------------------------------------------- collection
 
-    def _collect_aliases(self) -> None:
-        for node in self.nodes:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    self.aliases[alias.asname or alias.name.split(".")[0]] = (
-                        alias.name if alias.asname else alias.name.split(".")[0]
-                    )
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-
     def _collect_definitions(self) -> None:
         for node in self.tree.body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -167,7 +172,7 @@ class SourceIndex:
             params=[a.arg for a in args],
             constexprs={a.arg for a in args if self.is_constexpr_annotation(a.annotation)},
             defaults=defaults,
-            nodes=self._bodies[id(node)],
+            nodes=self._body_nodes(node),
         )
         for decorator in node.decorator_list:
             if isinstance(decorator, ast.Call):
@@ -199,7 +204,43 @@ class SourceIndex:
         return "ModelNew" in self.classes
 
 
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_SCALAR_FIELDS = {"ctx", "id", "attr", "arg", "name", "asname", "module", "level", "type_comment", "simple"}
+_SCALAR_FIELDS |= {"conversion", "kind", "kwd_attrs", "is_async", "tag"}
+_SCALAR_FIELDS_OF = {
+    ast.Constant: {"value"},
+    ast.MatchSingleton: {"value"},
+    ast.Global: {"names"},
+    ast.Nonlocal: {"names"},
+}
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that can hold child nodes: not names, flags, constants or `ctx` markers."""
+    scalar = _SCALAR_FIELDS | _SCALAR_FIELDS_OF.get(kind, set())
+    return tuple(f for f in getattr(kind, "_fields", ()) if f not in scalar)
+
+
+def _node_types(base: type) -> list[type]:
+    return [base, *(t for sub in base.__subclasses__() for t in _node_types(sub))]
+
+
+CHILD_FIELDS: dict[type, tuple[str, ...]] = {kind: _child_fields(kind) for kind in _node_types(ast.AST)}
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """The direct children of `node` in source order, without `ctx` markers (a faster `ast.iter_child_nodes`)."""
+    kind = type(node)
+    fields = CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = CHILD_FIELDS[kind] = _child_fields(kind)
+    children: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            children.extend(item for item in value if isinstance(item, ast.AST))
+        elif isinstance(value, ast.AST):
+            children.append(value)
+    return children
 
 
 def walk(node: ast.AST) -> list[ast.AST]:
@@ -212,54 +253,94 @@ def walk(node: ast.AST) -> list[ast.AST]:
     while stack:
         current = stack.pop()
         found.append(current)
-        kind = type(current)
-        fields = _CHILD_FIELDS.get(kind)
-        if fields is None:
-            fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f != "ctx")
-        children: list[ast.AST] = []
-        for name in fields:
-            value = getattr(current, name, None)
-            if isinstance(value, list):
-                children.extend(item for item in value if isinstance(item, ast.AST))
-            elif isinstance(value, ast.AST):
-                children.append(value)
-        stack.extend(reversed(children))
+        stack.extend(reversed(child_nodes(current)))
     return found
 
 
-def _walk_with_bodies(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.AST]]]:
-    """`walk(tree)`, plus for every function the nodes of its body, in one pass."""
+def _preorder(tree: ast.AST) -> tuple[list[ast.AST], dict[int, tuple[int, int]]]:
+    """`walk(tree)`, plus the slice of that list that holds each inner node's subtree, in one pass.
+
+    A node's subtree is contiguous in depth-first order, so rules can ask for it without walking again. Leaves
+    get no span (their subtree is themselves): operator nodes are shared singletons and must not get one.
+    Recursion is twice as fast as an explicit stack; trees nested deeper than Python's recursion limit (long
+    operator chains) take the stack.
+    """
     found: list[ast.AST] = []
-    bodies: dict[int, list[ast.AST]] = {}
-    stack: list[tuple[ast.AST, tuple[list[ast.AST], ...]]] = [(tree, ())]
-    while stack:
-        current, owners = stack.pop()
-        found.append(current)
-        for owner in owners:
-            owner.append(current)
-        kind = type(current)
-        fields = _CHILD_FIELDS.get(kind)
+    spans: dict[int, tuple[int, int]] = {}
+
+    def visit(node: ast.AST) -> None:
+        start = len(found)
+        found.append(node)
+        fields = CHILD_FIELDS.get(type(node))
         if fields is None:
-            fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f != "ctx")
-        children: list[tuple[ast.AST, tuple[list[ast.AST], ...]]] = []
-        body_owners = owners
-        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-            body = bodies[id(current)] = []
-            body_owners = (*owners, body)
+            fields = CHILD_FIELDS[type(node)] = _child_fields(type(node))
+        if not fields:
+            return
         for name in fields:
-            value = getattr(current, name, None)
-            inner = body_owners if name == "body" else owners
-            if isinstance(value, list):
-                children.extend((item, inner) for item in value if isinstance(item, ast.AST))
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        visit(item)
             elif isinstance(value, ast.AST):
-                children.append((value, inner))
-        stack.extend(reversed(children))
-    return found, bodies
+                visit(value)
+        if len(found) > start + 1:
+            spans[id(node)] = (start, len(found))
+
+    try:
+        visit(tree)
+    except RecursionError:
+        return _preorder_by_stack(tree)
+    return found, spans
+
+
+def _preorder_by_stack(tree: ast.AST) -> tuple[list[ast.AST], dict[int, tuple[int, int]]]:
+    found: list[ast.AST] = []
+    spans: dict[int, tuple[int, int]] = {}
+    stack: list[object] = [tree]
+    while stack:
+        current = stack.pop()
+        if type(current) is tuple:
+            start, node = current
+            spans[id(node)] = (start, len(found))
+            continue
+        children = child_nodes(current)
+        if children:
+            stack.append((len(found), current))
+            stack.extend(reversed(children))
+        found.append(current)
+    return found, spans
 
 
 def next_power_of_two(size: int) -> int:
     """The smallest power of two >= size (as `triton.next_power_of_2`)."""
     return 1 << max(size - 1, 0).bit_length()
+
+
+def import_aliases(nodes: list[ast.AST]) -> dict[str, str]:
+    """What each imported name stands for, from every absolute import in `nodes` (later imports win)."""
+    aliases: dict[str, str] = {}
+    for node in nodes:
+        kind = type(node)
+        if kind is ast.Import:
+            for alias in node.names:
+                head = alias.name.split(".")[0]
+                aliases[alias.asname or head] = alias.name if alias.asname else head
+        elif kind is ast.ImportFrom and node.module and node.level == 0:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
+
+
+def resolve_name(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """Dotted name with import aliases expanded: `tl.arange` -> `triton.language.arange`."""
+    dotted = dotted_name(node)
+    if dotted is None:
+        return None
+    head, _, rest = dotted.partition(".")
+    if head in aliases:
+        return aliases[head] + ("." + rest if rest else "")
+    return dotted
 
 
 def dotted_name(node: ast.AST) -> str | None:
