@@ -1,0 +1,197 @@
+"""Compile a task with TorchInductor and print what the rewriter needs, as one JSON object (a subprocess).
+
+    python -m model_server.inductor.capture TASK.py --device cpu|cuda [--templates]
+
+On a GPU the compiled model really runs, so Inductor's autotuner picks each kernel's launch configuration.
+On a CPU, Inductor is asked for Triton code (`cpu_backend = "triton"`) with a stand-in Triton driver that
+reports an sm_90 target: generation works without a device, and the run is stopped as soon as the code
+exists. Each kernel then gets the first configuration of Inductor's own heuristics. The user's task runs here
+(it is their code, and `verify` runs it too), but never in the server's process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from unittest import mock
+
+
+class CaptureError(Exception):
+    """The task cannot be compiled into Triton by Inductor; the message says why."""
+
+
+class _Captured(Exception):
+    """Raised on CPU once the code exists, to stop Inductor before it tries to load or run it."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--templates", action="store_true", help="use Inductor's Triton matmul/conv templates")
+    args = parser.parse_args(argv)
+    try:
+        result = capture(Path(args.task), args.device, args.templates)
+    except CaptureError as exc:
+        print(json.dumps({"error": str(exc)}))
+        return 1
+    print(json.dumps(result))
+    return 0
+
+
+def capture(task: Path, device: str, templates: bool) -> dict:
+    """Wrapper code, kernel configurations, graph inputs and output shape of one compiled task."""
+    import torch
+    import torch._inductor.config as inductor_config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.graph import GraphLowering
+    from torch._inductor.runtime import triton_helpers
+
+    from verifier.harness import flatten, load_module, seed_everything
+
+    if device == "cpu":
+        inductor_config.cpu_backend = "triton"
+        _install_stand_in_driver()
+    if templates:
+        inductor_config.max_autotune_gemm = True
+        inductor_config.max_autotune_gemm_backends = "TRITON"
+    module = load_module(str(task), "task")
+    seed_everything(0)
+    model = module.Model(*module.get_init_inputs()).to(device).eval()
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+    with torch.no_grad():
+        structure, leaves = flatten(model(*inputs))
+    if not all(isinstance(leaf, torch.Tensor) for leaf in leaves):
+        raise CaptureError("forward must return a tensor or a tuple/list of tensors")
+
+    graph_inputs: list[str] = []
+
+    def backend(gm, example_inputs):
+        graph_inputs[:] = [_expression(node) for node in gm.graph.nodes if node.op == "placeholder"]
+        return compile_fx(gm, example_inputs)
+
+    codes: list[str] = []
+
+    def save_output_code(code: str) -> None:
+        codes.append(code)
+        if device == "cpu":
+            raise _Captured
+
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=backend, fullgraph=True)
+    with mock.patch.object(GraphLowering, "save_output_code", save_output_code, create=True):
+        try:
+            with torch.no_grad():
+                compiled(*inputs)
+        except Exception as exc:
+            if not _caused_by(exc, _Captured):
+                raise CaptureError(f"torch.compile failed: {_first_line(exc)}") from exc
+    if not codes:
+        raise CaptureError("Inductor produced no code for this task")
+    wrapper = codes[-1]
+    return {
+        "wrapper": wrapper,
+        "configs": _chosen_configs(wrapper) if device == "cuda" else _heuristic_configs(wrapper),
+        "graph_inputs": graph_inputs,
+        "output": structure,
+        "helpers": Path(triton_helpers.__file__).read_text(),
+        "device": device,
+        "torch": torch.__version__,
+    }
+
+
+def _install_stand_in_driver() -> None:
+    """A Triton driver that only names a CUDA target, so Inductor can generate code on a machine without one."""
+    import torch._inductor.runtime.triton_helpers as triton_helpers
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime.driver import driver
+
+    class StandInDriver:
+        def get_current_target(self) -> GPUTarget:
+            return GPUTarget("cuda", 90, 32)
+
+        def get_current_device(self) -> int:
+            return 0
+
+        def is_active(self) -> bool:
+            return True
+
+    driver.set_active(StandInDriver())
+    triton_helpers.set_driver_to_cpu = lambda: None
+
+
+def _expression(node) -> str:
+    """The forward-side expression of a graph input: `x`, `self.linear.weight`."""
+    grapharg = node.meta.get("grapharg")
+    source = getattr(grapharg, "source", None)
+    source = source.name() if callable(getattr(source, "name", None)) else getattr(source, "name", None)
+    if not isinstance(source, str):
+        raise CaptureError(f"graph input `{node.name}` has no source in forward's arguments or the module")
+    text = re.sub(r"^L\['(\w+)'\]", r"\1", source)
+    text = re.sub(r"\._(?:modules|parameters|buffers)\['(\w+)'\]", r".\1", text)
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*|\[\d+\])*", text):
+        raise CaptureError(f"graph input `{source}` is not an argument, parameter or buffer")
+    return text
+
+
+def _kernel_names(wrapper: str) -> list[str]:
+    return re.findall(r"^(\w+) = async_compile\.triton\('", wrapper, flags=re.M)
+
+
+def _chosen_configs(wrapper: str) -> dict[str, dict]:
+    """The configuration Inductor's autotuner launched for each kernel of the module that just ran."""
+    from torch._inductor.codecache import PyCodeCache
+
+    names = _kernel_names(wrapper)
+    for module in reversed(list(PyCodeCache.modules)):
+        if all(hasattr(module, name) for name in names):
+            return {name: _config_of(getattr(module, name)) for name in names}
+    raise CaptureError("cannot find the compiled module to read its kernels' configurations")
+
+
+def _heuristic_configs(wrapper: str) -> dict[str, dict]:
+    """The first configuration of Inductor's heuristics for each kernel, read without a device."""
+    import importlib.util
+    import tempfile
+
+    configs = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, source in re.findall(r"^(\w+) = async_compile\.triton\('\w+', '''(.*?)'''", wrapper, re.M | re.S):
+            path = Path(scratch) / f"{name}.py"
+            path.write_text(source)
+            spec = importlib.util.spec_from_file_location(f"_inductor_kernel_{name}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            configs[name] = _config_of(getattr(module, name))
+    return configs
+
+
+def _config_of(autotuner) -> dict:
+    launchers = getattr(autotuner, "launchers", None) or []
+    config = launchers[0].config if launchers else autotuner.configs[0]
+    return {"kwargs": dict(config.kwargs), "num_warps": config.num_warps, "num_stages": config.num_stages}
+
+
+def _caused_by(exc: BaseException, kind: type) -> bool:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _first_line(exc: BaseException) -> str:
+    """The innermost cause's type and first line (Dynamo wraps backend errors)."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
