@@ -9,7 +9,7 @@ EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
@@ -17,7 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     return args.run(args)
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The `tritonize` parser with the verifier's commands; `model_server.cli` adds its own to it."""
     parser = argparse.ArgumentParser(
         prog="tritonize", description="Prove Triton kernels equal to their PyTorch tasks, and measure them."
     )

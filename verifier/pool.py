@@ -258,6 +258,11 @@ class VerifierPool:
         self.baseline_cache: dict[tuple, dict] = {}
         self._closed = False
 
+    @property
+    def size(self) -> int:
+        """How many verifications can run at once."""
+        return len(self._slots)
+
     def verify(self, task: str | os.PathLike, candidate: str | os.PathLike, **options):
         """Verify one candidate file against one task file; see `VerifyOptions` for the options."""
         from verifier.verify import run_verification

@@ -48,6 +48,8 @@ def rewrite(captured: dict, task_source: str, task_name: str = "task") -> str:
     kernel_sources = [converter.convert(kernel) for kernel in kernels.values()]
     helpers = _helper_sources(captured["helpers"], converter.helpers, converter)
     forward_body = _forward_body(_call_function(wrapper), kernels, captured)
+    if not kernels:
+        raise RewriteError("Inductor generated no Triton kernel for this task (it needs no compute, or only views)")
     task = ast.parse(task_source)
     model = next((n for n in task.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     if model is None:
@@ -87,8 +89,6 @@ def _kernels(wrapper: str, configs: dict) -> dict[str, Kernel]:
         elif grid_type not in GRID_AXES:
             raise RewriteError(f"kernel `{name}` uses Inductor's {grid_type} launch grid, which is not supported yet")
         found[name] = Kernel(name, _readable_name(name, len(found)), function, grid_type, config, template_launch)
-    if not found:
-        raise RewriteError("Inductor generated no Triton kernel for this task")
     return found
 
 
@@ -287,7 +287,7 @@ def _statement(stmt: ast.stmt, kernels: dict[str, Kernel], output: dict) -> str 
             return None
         if name.endswith(".run") and name[:-4] in kernels:
             return _launch(call, kernels[name[:-4]])
-        raise RewriteError(f"Inductor calls `{name}` here, which is not a Triton kernel: {_short(stmt)}")
+        raise RewriteError(_not_triton(name, _short(stmt)))
     if isinstance(stmt, ast.Assign):
         value = stmt.value
         if isinstance(value, ast.Call) and ast.unparse(value.func) in DROPPED_CALLS:
@@ -306,11 +306,16 @@ def _expression(value: ast.expr) -> str:
             return f"torch.empty_strided({args[0]}, {args[1]}, dtype={args[2]}, device=device)"
         if name == "reinterpret_tensor" and len(args) == 4:
             return f"torch.as_strided({', '.join(args)})"
-        raise RewriteError(
-            f"Inductor calls `{name}` here, which is not a Triton kernel (an ATen/cuBLAS fallback): "
-            f"{ast.unparse(value)[:160]}; this op cannot be converted by the inductor backend"
-        )
+        raise RewriteError(_not_triton(name, ast.unparse(value)[:160]))
     raise RewriteError(f"unsupported expression in Inductor's launcher: {ast.unparse(value)[:160]}")
+
+
+def _not_triton(name: str, code: str) -> str:
+    return (
+        f"Inductor computes part of this task with `{name}` ({code}), a library call rather than a Triton kernel, "
+        "so the result would not be a Triton candidate (on a GPU the backend also tries Inductor's Triton "
+        "matmul templates)"
+    )
 
 
 def _launch(call: ast.Call, kernel: Kernel) -> str:

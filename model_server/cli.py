@@ -1,0 +1,123 @@
+"""`tritonize` command line: the verifier's commands plus `tritonize convert TASK.py`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from verifier.cli import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, build_parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    _add_convert(commands)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    return args.run(args)
+
+
+def _add_convert(commands: argparse._SubParsersAction) -> None:
+    convert = commands.add_parser(
+        "convert",
+        help="turn a PyTorch task into a verified Triton kernel",
+        description="Generate Triton candidates for TASK (a KernelBench-style module), verify each one against "
+        "it, feed failures back for repair, and write the fastest correct candidate. Exit 0 when a verified "
+        "candidate was written, 1 when none was correct, 2 for bad usage or a broken task.",
+    )
+    convert.add_argument("task", help="task file defining Model, get_inputs() and get_init_inputs()")
+    convert.add_argument("--backend", default="inductor", help="candidate generator (default: inductor)")
+    convert.add_argument("--samples", type=_positive_int, default=4, help="candidates per round (default: 4)")
+    convert.add_argument("--rounds", type=_positive_int, default=2, help="generate/repair rounds (default: 2)")
+    convert.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto", help="default: auto")
+    convert.add_argument("--out", help="where to write the best kernel (default: TASK_triton.py beside the task)")
+    convert.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    convert.add_argument("--target-speedup", type=float, help="stop once a candidate is this much faster than eager")
+    convert.add_argument("--deadline", type=float, help="stop starting new work after this many seconds")
+    convert.add_argument("--trials", type=_positive_int, default=5, help="input sets per verification (default: 5)")
+    convert.add_argument("--workers", type=_positive_int, default=2, help="verifications at once (default: 2)")
+    convert.set_defaults(run=_run_convert)
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from model_server.backends import BackendError, create_backend
+    from model_server.loop import ConvertError, ConvertOptions, convert
+    from verifier.pool import VerifierPool, WorkerStartError
+    from verifier.verify import TaskError, UsageError
+
+    task = Path(args.task)
+    out = Path(args.out) if args.out else task.with_name(f"{task.stem}_triton.py")
+    if out.exists() and not args.force:
+        return _usage(f"{out} exists; pass --force to overwrite it or --out to write elsewhere")
+    try:
+        options = ConvertOptions(
+            samples=args.samples,
+            rounds=args.rounds,
+            target_speedup=args.target_speedup,
+            deadline=args.deadline,
+            trials=args.trials,
+        )
+        backend = create_backend(args.backend)
+        with VerifierPool(size=args.workers, device=args.device) as pool:
+            print(f"converting {task} with the {backend.name} backend on {pool.device}", file=sys.stderr)
+            outcome = convert(task, backend, pool, options, emit=_progress)
+    except (TaskError, UsageError, ValueError, WorkerStartError, BackendError, ConvertError) as exc:
+        return _usage(str(exc))
+    print(_table(outcome.attempts))
+    if outcome.best is None:
+        print(f"no candidate was correct ({outcome.stopped}); nothing written", file=sys.stderr)
+        return EXIT_FAIL
+    out.write_text(outcome.best.source)
+    best = outcome.best
+    print(f"wrote {out} (round {best.round}, candidate {best.index}: {best.report.verdict})")
+    return EXIT_PASS
+
+
+def _progress(event: dict) -> None:
+    kind = event["event"]
+    if kind == "round":
+        print(f"round {event['round']}: generating up to {event['samples']} candidates", file=sys.stderr)
+    elif kind == "candidate":
+        error = "" if event["max_abs_error"] is None else f", max err {event['max_abs_error']:.3g}"
+        speed = "" if event["speedup_vs_eager"] is None else f", {event['speedup_vs_eager']:.2f}x eager"
+        print(
+            f"round {event['round']}: candidate {event['index']}/{event['of']} {event['verdict']}{error}{speed}",
+            file=sys.stderr,
+        )
+    elif kind in {"error", "note"}:
+        print(f"round {event['round']}: {event['message']}", file=sys.stderr)
+
+
+def _table(attempts: list) -> str:
+    header = f"{'round':>5} {'cand':>4}  {'verdict':<14} {'max error':>10} {'ms':>9} {'vs eager':>9} {'vs compile':>10}"
+    rows = [header, "-" * len(header)]
+    for attempt in attempts:
+        report = attempt.report
+        timing = report.timing or {}
+        rows.append(
+            f"{attempt.round:>5} {attempt.index:>4}  {report.verdict:<14} {_number(report.max_abs_error, '.2e'):>10} "
+            f"{_number(timing.get('candidate_ms'), '.4f'):>9} {_number(timing.get('speedup_vs_eager'), '.2f', 'x'):>9} "
+            f"{_number(timing.get('speedup_vs_compile'), '.2f', 'x'):>10}"
+        )
+    if not attempts:
+        rows.append("(no candidates)")
+    return "\n".join(rows)
+
+
+def _number(value: float | None, spec: str, suffix: str = "") -> str:
+    return "-" if value is None else f"{value:{spec}}{suffix}"
+
+
+def _usage(message: str) -> int:
+    print(f"tritonize convert: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value

@@ -1,0 +1,115 @@
+"""The conversion loop and `tritonize convert`: repair feedback, stopping, and the command's files and exits."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from model_server.backends import BackendError, GenerationRequest
+from model_server.loop import ConvertError, ConvertOptions, convert
+from tests.conftest import FIXTURES
+from verifier.pool import VerifierPool
+
+TASKS = FIXTURES / "tasks"
+CANDIDATES = FIXTURES / "candidates"
+
+
+class ScriptedBackend:
+    """A real backend that replays fixed candidate sources per round (stands in for a model: none runs here)."""
+
+    name = "scripted"
+
+    def __init__(self, rounds: list[list[str]]):
+        self.rounds = rounds
+        self.requests: list[GenerationRequest] = []
+
+    def models(self) -> list[str]:
+        return ["scripted"]
+
+    def generate(self, request: GenerationRequest) -> list[str]:
+        self.requests.append(request)
+        return self.rounds[request.round - 1] if request.round <= len(self.rounds) else []
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with VerifierPool(size=2, device="cpu") as pool:
+        yield pool
+
+
+def _wrong_relu() -> str:
+    return (CANDIDATES / "relu_ok.py").read_text().replace("tl.maximum(x, 0.0)", "tl.maximum(x, 1.0)")
+
+
+def test_failures_are_fed_back_and_the_repaired_candidate_wins(pool):
+    correct = (CANDIDATES / "relu_ok.py").read_text()
+    assert _wrong_relu() != correct
+    backend = ScriptedBackend([[_wrong_relu()], [correct]])
+    events: list[dict] = []
+    outcome = convert(TASKS / "relu.py", backend, pool, ConvertOptions(samples=2, rounds=3, trials=2), events.append)
+    assert [a.report.verdict for a in outcome.attempts] == ["incorrect", "correct"]
+    assert outcome.best is outcome.attempts[1] and outcome.best.round == 2
+    [feedback] = backend.requests[1].feedback
+    assert feedback["source"] == _wrong_relu() and feedback["report"]["verdict"] == "incorrect"
+    assert len(backend.requests) == 2, "no repair round once every candidate of a round is correct"
+    kinds = [e["event"] for e in events]
+    assert kinds == ["round", "candidate", "round", "candidate", "done"]
+    assert events[-1]["best"]["round"] == 2 and events[-1]["report"]["verdict"] == "correct"
+
+
+def test_cancelling_stops_before_any_work(pool):
+    backend = ScriptedBackend([[_wrong_relu()]])
+    outcome = convert(TASKS / "relu.py", backend, pool, ConvertOptions(), cancelled=lambda: True)
+    assert outcome.stopped == "cancelled" and outcome.attempts == [] and backend.requests == []
+
+
+def test_a_backend_with_nothing_to_offer_ends_without_a_winner(pool):
+    events: list[dict] = []
+    outcome = convert(TASKS / "relu.py", ScriptedBackend([[]]), pool, ConvertOptions(), events.append)
+    assert outcome.best is None and outcome.attempts == []
+    assert [e["event"] for e in events] == ["round", "note", "done"] and events[-1]["best"] is None
+
+
+def test_a_backend_failure_in_the_first_round_is_a_convert_error(pool):
+    class Failing(ScriptedBackend):
+        def generate(self, request):
+            raise BackendError("the model server at 127.0.0.1:9 refused the connection")
+
+    with pytest.raises(ConvertError, match="refused the connection"):
+        convert(TASKS / "relu.py", Failing([]), pool, ConvertOptions())
+
+
+def test_bad_options_are_named():
+    with pytest.raises(ValueError, match="samples and rounds must be at least 1"):
+        ConvertOptions(samples=0)
+
+
+def _tritonize(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-c", "from model_server.cli import main; raise SystemExit(main())", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_convert_writes_the_verified_kernel_and_never_overwrites(tmp_path):
+    task = tmp_path / "softmax.py"
+    shutil.copy(TASKS / "softmax.py", task)
+    done = _tritonize("convert", str(task), "--device", "cpu", "--trials", "2")
+    assert done.returncode == 0, done.stderr
+    written = tmp_path / "softmax_triton.py"
+    assert "class ModelNew" in written.read_text()
+    assert "correct" in done.stdout and "round 1: candidate 1/1 correct" in done.stderr
+    written.write_text("keep me")
+    again = _tritonize("convert", str(task), "--device", "cpu")
+    assert again.returncode == 2 and "exists; pass --force" in again.stderr
+    assert written.read_text() == "keep me"
+
+
+def test_convert_names_a_broken_task(tmp_path):
+    task = tmp_path / "broken.py"
+    task.write_text("import torch\n\nclass Model(torch.nn.Module):\n    pass\n")
+    done = _tritonize("convert", str(task), "--device", "cpu")
+    assert done.returncode == 2
+    assert f"{task}:1: not a task: it defines no `get_inputs`, `get_init_inputs`" in done.stderr
