@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from verifier.cli import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, build_parser
+from verifier.cli import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, build_parser, positive_int
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,15 +30,15 @@ def _add_convert(commands: argparse._SubParsersAction) -> None:
     )
     convert.add_argument("task", help="task file defining Model, get_inputs() and get_init_inputs()")
     convert.add_argument("--backend", default="inductor", help="candidate generator (default: inductor)")
-    convert.add_argument("--samples", type=_positive_int, default=4, help="candidates per round (default: 4)")
-    convert.add_argument("--rounds", type=_positive_int, default=2, help="generate/repair rounds (default: 2)")
+    convert.add_argument("--samples", type=positive_int, default=4, help="candidates per round (default: 4)")
+    convert.add_argument("--rounds", type=positive_int, default=2, help="generate/repair rounds (default: 2)")
     convert.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto", help="default: auto")
     convert.add_argument("--out", help="where to write the best kernel (default: TASK_triton.py beside the task)")
     convert.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     convert.add_argument("--target-speedup", type=float, help="stop once a candidate is this much faster than eager")
     convert.add_argument("--deadline", type=float, help="stop starting new work after this many seconds")
-    convert.add_argument("--trials", type=_positive_int, default=5, help="input sets per verification (default: 5)")
-    convert.add_argument("--workers", type=_positive_int, default=2, help="verifications at once (default: 2)")
+    convert.add_argument("--trials", type=positive_int, default=5, help="input sets per verification (default: 5)")
+    convert.add_argument("--workers", type=positive_int, default=2, help="verifications at once (default: 2)")
     convert.set_defaults(run=_run_convert)
 
 
@@ -114,10 +114,3 @@ def _number(value: float | None, spec: str, suffix: str = "") -> str:
 def _usage(message: str) -> int:
     print(f"tritonize convert: error: {message}", file=sys.stderr)
     return EXIT_USAGE
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value

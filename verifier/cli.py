@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("candidate", help="candidate file defining ModelNew")
     verify.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     verify.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto", help="default: auto")
-    verify.add_argument("--trials", type=_positive_int, default=5, help="random input sets (default: 5)")
+    verify.add_argument("--trials", type=positive_int, default=5, help="random input sets (default: 5)")
     verify.add_argument("--seed", type=int, help="make the input seeds reproducible (default: unpredictable)")
     verify.add_argument("--timeout", type=_positive_float, default=60.0, help="seconds per run (default: 60)")
     verify.add_argument(
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--rtol", type=float, help="relative tolerance (default by dtype, like --atol)")
     verify.add_argument("--no-timing", action="store_true", help="skip GPU timing")
     verify.add_argument("--no-compile-baseline", action="store_true", help="time eager only, not torch.compile")
-    verify.add_argument("--timing-trials", type=_positive_int, default=100, help="timed calls (default: 100)")
+    verify.add_argument("--timing-trials", type=positive_int, default=100, help="timed calls (default: 100)")
     verify.add_argument(
         "--no-isolation", action="store_true", help="run without namespaces (debugging only; unsafe for untrusted code)"
     )
@@ -129,7 +129,7 @@ def _run_verify(args: argparse.Namespace) -> int:
     return EXIT_PASS if report.passed else EXIT_FAIL
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
