@@ -13,7 +13,8 @@ from verifier.sandbox import launch_prefix
 
 
 class InductorBackend:
-    """One candidate from Inductor's default code, plus one from its Triton matmul templates on a GPU.
+    """One candidate from Inductor's code. On a GPU, when Inductor hands an op to a library (cuBLAS matmul),
+    the task is compiled again with Inductor's Triton matmul/conv templates, which are Triton.
 
     A repair round has nothing new to offer (Inductor is deterministic), so later rounds return nothing.
     """
@@ -29,17 +30,23 @@ class InductorBackend:
     def generate(self, request: GenerationRequest) -> list[str]:
         if request.round > 1:
             return []
-        variants = [False, True] if request.device == "cuda" else [False]
-        sources, errors = [], []
-        for templates in variants[: max(1, request.samples)]:
-            try:
-                captured = self._capture(request.task, request.device, templates)
-                sources.append(rewrite(captured, request.task.read_text(), request.task.name))
-            except (BackendError, RewriteError) as exc:
-                errors.append(str(exc))
-        if not sources:
-            raise BackendError(f"the inductor backend cannot convert {request.task.name}: {'; '.join(errors)}")
-        return list(dict.fromkeys(sources))
+        try:
+            return [self._candidate(request, templates=False)]
+        except (BackendError, RewriteError) as exc:
+            if request.device != "cuda":
+                raise BackendError(f"the inductor backend cannot convert {request.task.name}: {exc}") from exc
+            first = exc
+        try:
+            return [self._candidate(request, templates=True)]
+        except (BackendError, RewriteError) as exc:
+            raise BackendError(
+                f"the inductor backend cannot convert {request.task.name}: {first}; "
+                f"with Inductor's Triton templates: {exc}"
+            ) from exc
+
+    def _candidate(self, request: GenerationRequest, templates: bool) -> str:
+        captured = self._capture(request.task, request.device, templates)
+        return rewrite(captured, request.task.read_text(), request.task.name)
 
     def _capture(self, task: Path, device: str, templates: bool) -> dict:
         prefix, _ = launch_prefix(isolate=True)

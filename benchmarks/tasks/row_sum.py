@@ -1,0 +1,17 @@
+"""Benchmark task `row_sum`: x.sum(dim=1)."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(dim=1)
+
+
+def get_inputs():
+    return [torch.randn(4096, 4096)]
+
+
+def get_init_inputs():
+    return []
