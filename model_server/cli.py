@@ -1,8 +1,9 @@
-"""`tritonize` command line: the verifier's commands plus `tritonize convert TASK.py`."""
+"""`tritonize` command line: the verifier's commands plus `tritonize convert TASK.py` and `tritonize serve`."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     _add_convert(commands)
+    _add_serve(commands)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
@@ -40,6 +42,59 @@ def _add_convert(commands: argparse._SubParsersAction) -> None:
     convert.add_argument("--trials", type=positive_int, default=5, help="input sets per verification (default: 5)")
     convert.add_argument("--workers", type=positive_int, default=2, help="verifications at once (default: 2)")
     convert.set_defaults(run=_run_convert)
+
+
+def _add_serve(commands: argparse._SubParsersAction) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="run the model server (HTTP API: /v1/convert, /v1/verify, /v1/models)",
+        description="Serve the conversion loop over HTTP. Binds 127.0.0.1 by default; on any other address, "
+        "pass --token (or set TRITONIZE_TOKEN) so requests need `Authorization: Bearer <token>`.",
+    )
+    serve.add_argument("--backend", default="inductor", help="candidate generator (default: inductor)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=positive_int, default=8765, help="port (default: 8765)")
+    serve.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto", help="default: auto")
+    serve.add_argument("--workers", type=positive_int, default=2, help="verifications at once (default: 2)")
+    serve.add_argument("--max-conversions", type=positive_int, default=2, help="conversions at once (default: 2)")
+    serve.add_argument("--max-queued", type=int, default=4, help="conversions waiting before 429 (default: 4)")
+    serve.add_argument("--token", default=os.environ.get("TRITONIZE_TOKEN"), help="bearer token to require")
+    serve.set_defaults(run=_run_serve)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from model_server.app import ServerConfig, create_app
+    except ImportError as exc:
+        print(
+            f"tritonize serve: error: {exc.name} is missing; install with `pip install 'tritonize[serve]'`",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    from model_server.backends import BackendError
+
+    if args.host not in {"127.0.0.1", "localhost", "::1"} and not args.token:
+        print(
+            f"tritonize serve: warning: {args.host} is reachable from other machines and no --token is set",
+            file=sys.stderr,
+        )
+    config = ServerConfig(
+        backend=args.backend,
+        device=args.device,
+        workers=args.workers,
+        token=args.token,
+        max_conversions=args.max_conversions,
+        max_queued=max(0, args.max_queued),
+    )
+    try:
+        app = create_app(config)
+    except BackendError as exc:
+        print(f"tritonize serve: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return EXIT_PASS
 
 
 def _run_convert(args: argparse.Namespace) -> int:

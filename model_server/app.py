@@ -1,0 +1,308 @@
+"""The model server's HTTP API (DESIGN §3.5): health, models, verify, and the streamed conversion loop.
+
+Everything slow (verification, Inductor, model sampling) runs in worker threads; the event loop only moves
+events. A conversion streams Server-Sent Events and stops as soon as the client disconnects. Bodies over the
+configured size get 413, schema errors 422 naming the field, an unknown backend or model 404 listing what
+exists, and conversions beyond the configured concurrency wait in a bounded queue, then get 429.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import threading
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field
+
+from model_server.backends import BACKENDS, Backend, BackendError, create_backend
+from model_server.loop import ConvertError, ConvertOptions, convert
+from verifier.pool import VerifierPool
+from verifier.verify import TaskError, UsageError
+
+MAX_SOURCE = 512 * 1024
+
+
+@dataclass
+class ServerConfig:
+    """What the server runs with; `tritonize serve` fills it from flags."""
+
+    backend: str = "inductor"
+    device: str = "auto"
+    workers: int = 2
+    token: str | None = None
+    max_body_bytes: int = 1024 * 1024
+    max_conversions: int = 2
+    max_queued: int = 4
+
+
+class VerifyBody(BaseModel):
+    task: str = Field(min_length=1, max_length=MAX_SOURCE, description="source of a KernelBench task module")
+    candidate: str = Field(min_length=1, max_length=MAX_SOURCE, description="source of a ModelNew module")
+    trials: int = Field(default=5, ge=1, le=100)
+    timeout: float = Field(default=60.0, gt=0, le=3600)
+
+
+class ConvertBody(BaseModel):
+    task: str = Field(min_length=1, max_length=MAX_SOURCE, description="source of a KernelBench task module")
+    task_name: str = Field(default="task", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    backend: str | None = Field(default=None, max_length=64)
+    model: str | None = Field(default=None, max_length=256)
+    samples: int = Field(default=4, ge=1, le=64)
+    rounds: int = Field(default=2, ge=1, le=10)
+    target_speedup: float | None = Field(default=None, gt=0)
+    deadline: float | None = Field(default=None, gt=0, le=24 * 3600)
+    trials: int = Field(default=5, ge=1, le=100)
+
+
+class CompletionBody(BaseModel):
+    model: str = Field(max_length=256)
+    prompt: str = Field(max_length=MAX_SOURCE)
+    n: int = Field(default=1, ge=1, le=64)
+    max_tokens: int = Field(default=2048, ge=1, le=32768)
+    temperature: float = Field(default=1.0, ge=0, le=2)
+
+
+class ChatMessage(BaseModel):
+    role: str = Field(pattern=r"^(system|user|assistant)$")
+    content: str = Field(max_length=MAX_SOURCE)
+
+
+class ChatBody(BaseModel):
+    model: str = Field(max_length=256)
+    messages: list[ChatMessage] = Field(min_length=1, max_length=64)
+    n: int = Field(default=1, ge=1, le=64)
+    max_tokens: int = Field(default=2048, ge=1, le=32768)
+    temperature: float = Field(default=1.0, ge=0, le=2)
+
+
+def create_app(config: ServerConfig) -> FastAPI:
+    """The FastAPI application; the verifier pool and backend start with it and stop with it."""
+    state = _State(config)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        await asyncio.to_thread(state.start)
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(state.stop)
+
+    app = FastAPI(title="tritonize model server", version="0.1.0", lifespan=lifespan)
+    app.add_middleware(_BodyLimit, limit=config.max_body_bytes)
+    app.add_middleware(_BearerToken, token=config.token)
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"status": "ok", "backend": state.backend.name, "device": state.pool.device}
+
+    @app.get("/v1/models")
+    async def models() -> dict:
+        return {
+            "object": "list",
+            "data": [{"id": model, "object": "model", "owned_by": state.backend.name} for model in state.models()],
+        }
+
+    @app.post("/v1/verify")
+    async def verify(body: VerifyBody) -> dict:
+        with tempfile.TemporaryDirectory(prefix="tritonize-verify-") as scratch:
+            task, candidate = Path(scratch, "task.py"), Path(scratch, "candidate.py")
+            task.write_text(body.task)
+            candidate.write_text(body.candidate)
+            try:
+                report = await asyncio.to_thread(
+                    state.pool.verify, task, candidate, trials=body.trials, timeout=body.timeout
+                )
+            except (TaskError, UsageError) as exc:
+                raise HTTPException(status_code=400, detail=f"the task does not load: {exc}") from exc
+        return report.to_dict()
+
+    @app.post("/v1/completions")
+    async def completions(body: CompletionBody) -> dict:
+        raise HTTPException(status_code=404, detail=state.no_text_model(body.model))
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(body: ChatBody) -> dict:
+        raise HTTPException(status_code=404, detail=state.no_text_model(body.model))
+
+    @app.post("/v1/convert")
+    async def convert_stream(body: ConvertBody, request: Request) -> StreamingResponse:
+        backend = state.backend_for(body.backend, body.model)
+        if not state.admit():
+            raise HTTPException(status_code=429, detail="too many conversions running and queued; retry later")
+        return StreamingResponse(_convert_events(state, backend, body, request), media_type="text/event-stream")
+
+    return app
+
+
+class _State:
+    def __init__(self, config: ServerConfig):
+        self.config = config
+        self.backend: Backend = create_backend(config.backend)
+        self.pool: VerifierPool | None = None
+        self.running = threading.BoundedSemaphore(config.max_conversions)
+        self.waiting = 0
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        self.pool = VerifierPool(size=self.config.workers, device=self.config.device)
+
+    def stop(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+    def models(self) -> list[str]:
+        return self.backend.models()
+
+    def backend_for(self, name: str | None, model: str | None) -> Backend:
+        if name is not None and name != self.backend.name:
+            raise HTTPException(
+                status_code=404,
+                detail=f"backend `{name}` is not served here; this server runs `{self.backend.name}` "
+                f"(known backends: {', '.join(sorted(BACKENDS))})",
+            )
+        if model is not None and model not in self.models():
+            raise HTTPException(
+                status_code=404, detail=f"model `{model}` is not served; available: {', '.join(self.models())}"
+            )
+        return self.backend
+
+    def no_text_model(self, model: str) -> str:
+        """Why a text-generation request cannot be served by this backend."""
+        return (
+            f"model `{model}` does not generate text here: the `{self.backend.name}` backend derives kernels "
+            "without a language model (text models come with the vllm, transformers and openai backends)"
+        )
+
+    def admit(self) -> bool:
+        """Count a new conversion in, unless the running ones and the queue are both full."""
+        with self.lock:
+            if self.waiting >= self.config.max_conversions + self.config.max_queued:
+                return False
+            self.waiting += 1
+            return True
+
+    def release(self) -> None:
+        with self.lock:
+            self.waiting -= 1
+
+
+async def _convert_events(state: _State, backend: Backend, body: ConvertBody, request: Request):
+    """The conversion loop in a thread; its events as SSE; the client's disconnect cancels it."""
+    queue: asyncio.Queue = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+    cancel = threading.Event()
+
+    def emit(event: dict) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, event)
+
+    def work() -> None:
+        try:
+            if not state.running.acquire(blocking=False):
+                emit({"event": "queued", "message": "waiting for a running conversion to finish"})
+                state.running.acquire()
+            try:
+                if cancel.is_set():
+                    return
+                with tempfile.TemporaryDirectory(prefix="tritonize-convert-") as scratch:
+                    task = Path(scratch, f"{body.task_name}.py")
+                    task.write_text(body.task)
+                    options = ConvertOptions(
+                        samples=body.samples,
+                        rounds=body.rounds,
+                        target_speedup=body.target_speedup,
+                        deadline=body.deadline,
+                        trials=body.trials,
+                    )
+                    try:
+                        convert(task, backend, state.pool, options, emit, cancelled=cancel.is_set)
+                    except (TaskError, UsageError) as exc:
+                        message = str(exc).replace(f"{scratch}/", "")
+                        emit({"event": "error", "message": f"the task does not load: {message}"})
+            finally:
+                state.running.release()
+        except (ConvertError, BackendError, ValueError) as exc:
+            emit({"event": "error", "message": str(exc)})
+        except Exception as exc:  # the stream must end with an event, never a dropped connection
+            emit({"event": "error", "message": f"internal error: {type(exc).__name__}: {exc}"})
+        finally:
+            state.release()
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    worker = loop.run_in_executor(None, work)
+    emit({"event": "accepted", "backend": backend.name, "device": state.pool.device})
+    try:
+        while True:
+            try:
+                event = await asyncio.wait_for(queue.get(), timeout=0.5)
+            except asyncio.TimeoutError:
+                if await request.is_disconnected():
+                    cancel.set()
+                    break
+                continue
+            if event is None:
+                break
+            yield f"event: {event['event']}\ndata: {json.dumps(event)}\n\n"
+    finally:
+        cancel.set()
+        del worker  # it notices the cancel between candidates and winds down on its own
+
+
+class _BodyLimit:
+    """413 for bodies over `limit` bytes, whether announced by Content-Length or streamed."""
+
+    def __init__(self, app, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            return await _reject(send, 413, f"request body over {self.limit} bytes")
+        seen = 0
+
+        async def limited_receive():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except _TooLarge:
+            await _reject(send, 413, f"request body over {self.limit} bytes")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _BearerToken:
+    """401 unless `Authorization: Bearer <token>` matches, when a token is configured (/health stays open)."""
+
+    def __init__(self, app, token: str | None):
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or self.token is None or scope.get("path") == "/health":
+            return await self.app(scope, receive, send)
+        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+        if header != f"Bearer {self.token}":
+            return await _reject(send, 401, "missing or wrong bearer token")
+        return await self.app(scope, receive, send)
+
+
+async def _reject(send, status: int, detail: str) -> None:
+    response = JSONResponse({"detail": detail}, status_code=status)
+    await send({"type": "http.response.start", "status": status, "headers": response.raw_headers})
+    await send({"type": "http.response.body", "body": response.body})

@@ -1,0 +1,116 @@
+"""Every prompt the model sees, for serving, training and evaluation alike (DESIGN §3.6).
+
+A model is trained on exactly these texts and served with exactly these texts: a mismatch silently ruins it, so
+nothing else in the project builds a prompt. Profiles:
+
+- `autotriton`: the KernelBench chat prompt of the AutoTriton paper (system + user message).
+- `kernelllm`: a raw one-shot completion prompt (no chat template).
+- `chat`: a generic instruct model.
+
+`repair_messages` continues any chat profile with the verifier's report on a failed candidate.
+"""
+
+from __future__ import annotations
+
+import re
+
+PROFILES = ("autotriton", "kernelllm", "chat")
+
+AUTOTRITON_SYSTEM = "You are an expert in writing Triton kernels for efficient GPU programming."
+AUTOTRITON_USER = """You write custom Triton kernels to replace the pytorch operators in the given architecture \
+to get speedups.
+
+You have complete freedom to choose the set of operators you want to replace. You may make the decision to \
+replace some operators with custom Triton kernels and leave others unchanged. You may replace multiple \
+operators with custom implementations, consider operator fusion opportunities (combining multiple operators \
+into a single kernel, for example, combining matmul+relu), or algorithmic changes (such as online softmax).
+
+You are given the following architecture:
+
+```python
+{task}
+```
+
+Optimize the architecture named Model with custom Triton operators. Write the same triton implementation: \
+change the name from Model to ModelNew, keep the same constructor and forward signature, and output the new \
+model code in codeblocks. Please generate real code, NOT pseudocode, make sure the code compiles and is fully \
+functional. Just output the new model code, no other text, and NO testing code!"""
+
+KERNELLLM_TEMPLATE = """# PyTorch reference
+```python
+{task}
+```
+
+# Triton implementation (class ModelNew, same constructor and forward signature; all compute in @triton.jit kernels)
+```python
+"""
+
+CHAT_SYSTEM = (
+    "You convert PyTorch modules into Triton. Reply with one complete Python module in a ```python code block "
+    "that defines `class ModelNew(nn.Module)` with the same constructor and forward signature as `Model`, does "
+    "all arithmetic inside @triton.jit kernels, and only allocates tensors and launches kernels in `forward`."
+)
+CHAT_USER = "Convert this PyTorch task to Triton:\n\n```python\n{task}\n```"
+
+REPAIR_USER = """Your candidate did not pass verification.
+
+Verdict: {verdict}
+{details}
+Fix the problem and reply with the complete corrected module (class ModelNew) in one ```python code block."""
+
+
+def messages(profile: str, task: str) -> list[dict[str, str]]:
+    """The chat messages that ask for a conversion of `task` (a KernelBench module's source)."""
+    if profile == "autotriton":
+        return [
+            {"role": "system", "content": AUTOTRITON_SYSTEM},
+            {"role": "user", "content": AUTOTRITON_USER.format(task=task.strip())},
+        ]
+    if profile == "chat":
+        return [{"role": "system", "content": CHAT_SYSTEM}, {"role": "user", "content": CHAT_USER.format(task=task)}]
+    if profile == "kernelllm":
+        return [{"role": "user", "content": completion_prompt(profile, task)}]
+    raise ValueError(f"unknown prompt profile `{profile}`; available: {', '.join(PROFILES)}")
+
+
+def completion_prompt(profile: str, task: str) -> str:
+    """The raw text prompt for completion models (`kernelllm`); chat profiles are rendered by the tokenizer."""
+    if profile != "kernelllm":
+        raise ValueError(f"profile `{profile}` is a chat profile; use messages()")
+    return KERNELLLM_TEMPLATE.format(task=task.strip())
+
+
+def repair_messages(profile: str, task: str, candidate: str, report: dict) -> list[dict[str, str]]:
+    """The conversation so far plus the verifier's findings on `candidate`, asking for a fixed module."""
+    return [
+        *messages(profile, task),
+        {"role": "assistant", "content": f"```python\n{candidate.strip()}\n```"},
+        {"role": "user", "content": REPAIR_USER.format(verdict=report.get("verdict"), details=_details(report))},
+    ]
+
+
+def _details(report: dict) -> str:
+    lines = []
+    if report.get("message"):
+        lines.append(f"Message: {report['message']}")
+    for violation in report.get("violations", [])[:10]:
+        lines.append(f"- {violation.get('rule')} (line {violation.get('line')}): {violation.get('message')}")
+    if report.get("max_abs_error") is not None:
+        lines.append(f"Max absolute error against the reference: {report['max_abs_error']:.3g}")
+    output = (report.get("candidate_output") or {}).get("stderr", "").strip()
+    if output:
+        lines.append("Stderr (last lines):\n" + "\n".join(output.splitlines()[-15:]))
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
+
+
+def extract_code(text: str) -> str | None:
+    """The module in a model's reply: the last code block that defines ModelNew (else the last block)."""
+    blocks = [block.strip() for block in CODE_BLOCK.findall(text)]
+    if not blocks and "class ModelNew" in text:
+        blocks = [text.strip()]
+    with_model = [block for block in blocks if "class ModelNew" in block]
+    chosen = (with_model or blocks or [None])[-1]
+    return chosen + "\n" if chosen else None

@@ -1,0 +1,147 @@
+"""The model server over real HTTP: a `tritonize serve` process on 127.0.0.1 with the built-in backend (CPU)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from tests.conftest import FIXTURES
+
+TOKEN = "test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+RELU = (FIXTURES / "tasks" / "relu.py").read_text()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    command = [sys.executable, "-c", "from model_server.cli import main; raise SystemExit(main())", "serve"]
+    command += ["--device", "cpu", "--port", str(port), "--token", TOKEN, "--max-conversions", "1", "--max-queued", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.3)
+    else:
+        process.kill()
+        pytest.fail(f"the server did not come up:\n{process.stdout.read()}")
+    yield base
+    process.terminate()
+    process.wait(timeout=30)
+
+
+def _events(response: httpx.Response) -> list[dict]:
+    return [json.loads(line[5:]) for line in response.iter_lines() if line.startswith("data:")]
+
+
+def test_health_is_open_and_everything_else_needs_the_token(server):
+    assert httpx.get(f"{server}/health").json()["backend"] == "inductor"
+    assert httpx.get(f"{server}/v1/models").status_code == 401
+    models = httpx.get(f"{server}/v1/models", headers=AUTH).json()
+    assert [m["id"] for m in models["data"]] == ["inductor"]
+
+
+@pytest.mark.slow
+def test_convert_streams_every_step_and_the_verified_kernel(server):
+    body = {"task": RELU, "task_name": "relu", "trials": 2}
+    with httpx.stream("POST", f"{server}/v1/convert", json=body, headers=AUTH, timeout=300) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = _events(response)
+    assert [e["event"] for e in events] == ["accepted", "round", "candidate", "done"]
+    assert events[2]["verdict"] == "correct" and events[2]["round"] == 1
+    done = events[-1]
+    assert "class ModelNew" in done["best"]["source"] and done["report"]["verdict"] == "correct"
+
+
+@pytest.mark.slow
+def test_a_second_conversion_beyond_the_limit_gets_429(server):
+    body = {"task": RELU, "task_name": "relu", "trials": 1}
+    with httpx.stream("POST", f"{server}/v1/convert", json=body, headers=AUTH, timeout=300) as first:
+        lines = first.iter_lines()
+        assert json.loads(next(line for line in lines if line.startswith("data:"))[5:])["event"] == "accepted"
+        second = httpx.post(f"{server}/v1/convert", json=body, headers=AUTH)
+        assert second.status_code == 429 and "too many conversions" in second.json()["detail"]
+        rest = [json.loads(line[5:]) for line in lines if line.startswith("data:")]
+        assert rest[-1]["event"] == "done"
+
+
+def test_a_task_that_does_not_load_is_an_error_event(server):
+    with httpx.stream("POST", f"{server}/v1/convert", json={"task": "import torch\n"}, headers=AUTH) as response:
+        events = _events(response)
+    assert response.status_code == 200 and events[-1]["event"] == "error"
+    assert events[-1]["message"] == (
+        "the task does not load: task.py:1: not a task: it defines no `Model`, `get_inputs`, `get_init_inputs`"
+    )
+
+
+def test_bad_requests_name_what_is_wrong(server):
+    def post(body: dict, headers: dict | None = None) -> httpx.Response:
+        return httpx.post(f"{server}/v1/convert", headers={**AUTH, **(headers or {})}, **body)
+
+    invalid = post({"json": {"task": RELU, "samples": 0}})
+    assert invalid.status_code == 422 and invalid.json()["detail"][0]["loc"] == ["body", "samples"]
+    assert post({"content": b"{not json"}, {"content-type": "application/json"}).status_code == 422
+    too_big = post({"content": b"x" * (2 * 1024 * 1024)}, {"content-type": "application/json"})
+    assert too_big.status_code == 413
+    unknown = post({"json": {"task": RELU, "backend": "vllm"}})
+    assert unknown.status_code == 404 and "known backends: inductor" in unknown.json()["detail"]
+    model = post({"json": {"task": RELU, "model": "AutoTriton-8B"}})
+    assert model.status_code == 404 and "available: inductor" in model.json()["detail"]
+    chat = httpx.post(
+        f"{server}/v1/chat/completions",
+        headers=AUTH,
+        json={"model": "inductor", "messages": [{"role": "user", "content": "hi"}]},
+    )
+    assert chat.status_code == 404 and "does not generate text" in chat.json()["detail"]
+
+
+def test_verify_returns_the_report(server):
+    candidate = (FIXTURES / "candidates" / "relu_ok.py").read_text()
+    report = httpx.post(
+        f"{server}/v1/verify", headers=AUTH, json={"task": RELU, "candidate": candidate, "trials": 2}, timeout=120
+    )
+    assert report.status_code == 200 and report.json()["verdict"] == "correct"
+    broken = httpx.post(f"{server}/v1/verify", headers=AUTH, json={"task": "x = 1\n", "candidate": candidate})
+    assert broken.status_code == 400 and "does not load" in broken.json()["detail"]
+
+
+@pytest.fixture(scope="module")
+def api_schema(server):
+    return schemathesis.openapi.from_url(f"{server}/openapi.json", headers=AUTH)
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@pytest.mark.slow
+@schema.parametrize()
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+def test_no_request_gets_a_server_error(case):
+    """Schemathesis: generated requests (valid and not) against /openapi.json never get a 5xx."""
+    if case.path in {"/v1/convert", "/v1/verify"} and case.method == "POST":
+        case.body = (
+            {**(case.body if isinstance(case.body, dict) else {}), "trials": 1}
+            if isinstance(case.body, dict)
+            else case.body
+        )
+    response = case.call(headers=AUTH, timeout=120)
+    assert response.status_code < 500, response.text
