@@ -12,6 +12,8 @@ import asyncio
 import json
 import tempfile
 import threading
+import time
+import uuid
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,10 @@ class ServerConfig:
     """What the server runs with; `tritonize serve` fills it from flags."""
 
     backend: str = "inductor"
+    model: str | None = None
+    profile: str = "autotriton"
+    base_url: str | None = None
+    api_key: str | None = None
     device: str = "auto"
     workers: int = 2
     token: str | None = None
@@ -124,11 +130,21 @@ def create_app(config: ServerConfig) -> FastAPI:
 
     @app.post("/v1/completions")
     async def completions(body: CompletionBody) -> dict:
-        raise HTTPException(status_code=404, detail=state.no_text_model(body.model))
+        backend = state.text_backend(body.model)
+        texts = await asyncio.to_thread(backend.complete, body.prompt, body.n, body.max_tokens, body.temperature)
+        choices = [{"index": i, "text": text, "finish_reason": "stop"} for i, text in enumerate(texts)]
+        return _openai_reply("text_completion", body.model, choices)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(body: ChatBody) -> dict:
-        raise HTTPException(status_code=404, detail=state.no_text_model(body.model))
+        backend = state.text_backend(body.model)
+        messages = [m.model_dump() for m in body.messages]
+        texts = await asyncio.to_thread(backend.chat, messages, body.n, body.max_tokens, body.temperature)
+        choices = [
+            {"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            for i, text in enumerate(texts)
+        ]
+        return _openai_reply("chat.completion", body.model, choices)
 
     @app.post("/v1/convert")
     async def convert_stream(body: ConvertBody, request: Request) -> StreamingResponse:
@@ -143,7 +159,9 @@ def create_app(config: ServerConfig) -> FastAPI:
 class _State:
     def __init__(self, config: ServerConfig):
         self.config = config
-        self.backend: Backend = create_backend(config.backend)
+        self.backend: Backend = create_backend(
+            config.backend, config.model, config.profile, config.device, config.base_url, config.api_key
+        )
         self.pool: VerifierPool | None = None
         self.running = threading.BoundedSemaphore(config.max_conversions)
         self.waiting = 0
@@ -164,7 +182,7 @@ class _State:
             raise HTTPException(
                 status_code=404,
                 detail=f"backend `{name}` is not served here; this server runs `{self.backend.name}` "
-                f"(known backends: {', '.join(sorted(BACKENDS))})",
+                f"(known backends: {', '.join(BACKENDS)})",
             )
         if model is not None and model not in self.models():
             raise HTTPException(
@@ -172,12 +190,19 @@ class _State:
             )
         return self.backend
 
-    def no_text_model(self, model: str) -> str:
-        """Why a text-generation request cannot be served by this backend."""
-        return (
-            f"model `{model}` does not generate text here: the `{self.backend.name}` backend derives kernels "
-            "without a language model (text models come with the vllm, transformers and openai backends)"
-        )
+    def text_backend(self, model: str) -> Backend:
+        """The backend, if it generates text and serves `model`; else 404 saying what exists."""
+        if not hasattr(self.backend, "chat"):
+            raise HTTPException(
+                status_code=404,
+                detail=f"model `{model}` does not generate text here: the `{self.backend.name}` backend derives "
+                "kernels without a language model (text models come with the transformers and openai backends)",
+            )
+        if model not in self.models():
+            raise HTTPException(
+                status_code=404, detail=f"model `{model}` is not served; available: {', '.join(self.models())}"
+            )
+        return self.backend
 
     def admit(self) -> bool:
         """Count a new conversion in, unless the running ones and the queue are both full."""
@@ -190,6 +215,16 @@ class _State:
     def release(self) -> None:
         with self.lock:
             self.waiting -= 1
+
+
+def _openai_reply(kind: str, model: str, choices: list[dict]) -> dict:
+    return {
+        "id": f"tritonize-{uuid.uuid4().hex[:12]}",
+        "object": kind,
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+    }
 
 
 async def _convert_events(state: _State, backend: Backend, body: ConvertBody, request: Request):

@@ -31,7 +31,7 @@ def _add_convert(commands: argparse._SubParsersAction) -> None:
         "candidate was written, 1 when none was correct, 2 for bad usage or a broken task.",
     )
     convert.add_argument("task", help="task file defining Model, get_inputs() and get_init_inputs()")
-    convert.add_argument("--backend", default="inductor", help="candidate generator (default: inductor)")
+    _add_backend_options(convert)
     convert.add_argument("--samples", type=positive_int, default=4, help="candidates per round (default: 4)")
     convert.add_argument("--rounds", type=positive_int, default=2, help="generate/repair rounds (default: 2)")
     convert.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto", help="default: auto")
@@ -44,6 +44,25 @@ def _add_convert(commands: argparse._SubParsersAction) -> None:
     convert.set_defaults(run=_run_convert)
 
 
+def _add_backend_options(parser: argparse.ArgumentParser) -> None:
+    from model_server.backends import BACKENDS
+    from model_server.prompts import PROFILES
+
+    parser.add_argument("--backend", default="inductor", help=f"{' | '.join(BACKENDS)} (default: inductor)")
+    parser.add_argument("--model", help="model directory or hub id (transformers), or model name (openai)")
+    parser.add_argument(
+        "--profile", default="autotriton", choices=PROFILES, help="prompt profile (default: autotriton)"
+    )
+    parser.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://gpu-box:8000/v1 (openai backend)")
+
+
+def _backend(args: argparse.Namespace):
+    from model_server.backends import create_backend
+
+    api_key = os.environ.get("OPENAI_API_KEY")
+    return create_backend(args.backend, args.model, args.profile, args.device, args.base_url, api_key)
+
+
 def _add_serve(commands: argparse._SubParsersAction) -> None:
     serve = commands.add_parser(
         "serve",
@@ -51,7 +70,7 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
         description="Serve the conversion loop over HTTP. Binds 127.0.0.1 by default; on any other address, "
         "pass --token (or set TRITONIZE_TOKEN) so requests need `Authorization: Bearer <token>`.",
     )
-    serve.add_argument("--backend", default="inductor", help="candidate generator (default: inductor)")
+    _add_backend_options(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=positive_int, default=8765, help="port (default: 8765)")
     serve.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto", help="default: auto")
@@ -82,6 +101,10 @@ def _run_serve(args: argparse.Namespace) -> int:
         )
     config = ServerConfig(
         backend=args.backend,
+        model=args.model,
+        profile=args.profile,
+        base_url=args.base_url,
+        api_key=os.environ.get("OPENAI_API_KEY"),
         device=args.device,
         workers=args.workers,
         token=args.token,
@@ -98,7 +121,7 @@ def _run_serve(args: argparse.Namespace) -> int:
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    from model_server.backends import BackendError, create_backend
+    from model_server.backends import BackendError
     from model_server.loop import ConvertError, ConvertOptions, convert
     from verifier.pool import VerifierPool, WorkerStartError
     from verifier.verify import TaskError, UsageError
@@ -115,7 +138,7 @@ def _run_convert(args: argparse.Namespace) -> int:
             deadline=args.deadline,
             trials=args.trials,
         )
-        backend = create_backend(args.backend)
+        backend = _backend(args)
         with VerifierPool(size=args.workers, device=args.device) as pool:
             print(f"converting {task} with the {backend.name} backend on {pool.device}", file=sys.stderr)
             outcome = convert(task, backend, pool, options, emit=_progress)

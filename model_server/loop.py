@@ -142,6 +142,7 @@ def _verify_round(
             report = future.result()
             if report is None:
                 continue
+            report.message = report.message.replace(f"{scratch}/", "")
             attempt = Attempt(round_number, index, sources[index - 1], report)
             attempts.append(attempt)
             emit(_candidate_event(attempt, len(sources)))

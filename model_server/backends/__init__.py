@@ -1,16 +1,36 @@
 """Candidate generators behind one interface; `BACKENDS` names the ones this build knows."""
 
+from __future__ import annotations
+
 from model_server.backends.base import Backend, BackendError, GenerationRequest
-from model_server.backends.inductor import InductorBackend
 
-BACKENDS: dict[str, type] = {"inductor": InductorBackend}
+BACKENDS = ("inductor", "openai", "transformers")
 
 
-def create_backend(name: str, **options) -> Backend:
+def create_backend(
+    name: str,
+    model: str | None = None,
+    profile: str = "autotriton",
+    device: str = "auto",
+    base_url: str | None = None,
+    api_key: str | None = None,
+) -> Backend:
     """The backend called `name`, or BackendError listing the ones that exist."""
-    if name not in BACKENDS:
-        raise BackendError(f"unknown backend `{name}`; available: {', '.join(sorted(BACKENDS))}")
-    return BACKENDS[name](**options)
+    if name == "inductor":
+        from model_server.backends.inductor import InductorBackend
+
+        if model not in (None, "inductor"):
+            raise BackendError(f"the inductor backend has no model `{model}`; it derives kernels without one")
+        return InductorBackend()
+    if name == "transformers":
+        from model_server.backends.transformers_backend import TransformersBackend
+
+        return TransformersBackend(model, profile, device=device)
+    if name == "openai":
+        from model_server.backends.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(model, base_url, api_key, profile)
+    raise BackendError(f"unknown backend `{name}`; available: {', '.join(BACKENDS)}")
 
 
 __all__ = ["BACKENDS", "Backend", "BackendError", "GenerationRequest", "create_backend"]

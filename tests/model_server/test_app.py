@@ -26,15 +26,15 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server():
+def start_server(options: list[str], token: str | None = TOKEN):
+    """Run `tritonize serve` on a free loopback port (a generator: yields the base URL, then stops it)."""
     port = _free_port()
     command = [sys.executable, "-c", "from model_server.cli import main; raise SystemExit(main())", "serve"]
-    command += ["--device", "cpu", "--port", str(port), "--token", TOKEN, "--max-conversions", "1", "--max-queued", "0"]
+    command += ["--device", "cpu", "--port", str(port), *options, *(["--token", token] if token else [])]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and process.poll() is None:
         try:
             if httpx.get(f"{base}/health", timeout=2).status_code == 200:
                 break
@@ -46,6 +46,11 @@ def server():
     yield base
     process.terminate()
     process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server():
+    yield from start_server(["--max-conversions", "1", "--max-queued", "0"])
 
 
 def _events(response: httpx.Response) -> list[dict]:
@@ -103,7 +108,7 @@ def test_bad_requests_name_what_is_wrong(server):
     too_big = post({"content": b"x" * (2 * 1024 * 1024)}, {"content-type": "application/json"})
     assert too_big.status_code == 413
     unknown = post({"json": {"task": RELU, "backend": "vllm"}})
-    assert unknown.status_code == 404 and "known backends: inductor" in unknown.json()["detail"]
+    assert unknown.status_code == 404 and "known backends: inductor, openai, transformers" in unknown.json()["detail"]
     model = post({"json": {"task": RELU, "model": "AutoTriton-8B"}})
     assert model.status_code == 404 and "available: inductor" in model.json()["detail"]
     chat = httpx.post(

@@ -1,0 +1,25 @@
+"""What text-generating backends share: which conversations a round sends, and how replies become candidates."""
+
+from __future__ import annotations
+
+from model_server import prompts
+from model_server.backends.base import GenerationRequest
+
+
+def conversations(profile: str, task: str, request: GenerationRequest) -> list[tuple[list[dict], int]]:
+    """(messages, samples) pairs for one round: the conversion prompt in round 1, then one repair
+    conversation per failed candidate of the last round, the samples spread over them."""
+    if request.round == 1 or not request.feedback:
+        return [(prompts.messages(profile, task), request.samples)]
+    failures = request.feedback[: request.samples]
+    share, extra = divmod(request.samples, len(failures))
+    return [
+        (prompts.repair_messages(profile, task, item["source"], item["report"]), share + (i < extra))
+        for i, item in enumerate(failures)
+    ]
+
+
+def candidates_from_replies(replies: list[str]) -> list[str]:
+    """Each reply's code block, or the reply itself when it has none: a garbage reply is still verified, so it
+    gets a verdict and a report (never silently dropped)."""
+    return [prompts.extract_code(reply) or reply for reply in replies]

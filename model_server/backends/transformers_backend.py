@@ -1,0 +1,96 @@
+"""A local Hugging Face model (directory or hub id) sampled with `transformers`: small models, and CPU use."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from model_server import prompts
+from model_server.backends.base import BackendError, GenerationRequest
+from model_server.backends.text import candidates_from_replies, conversations
+
+
+class TransformersBackend:
+    """Samples candidates from a causal LM through its chat template (or a raw prompt for `kernelllm`)."""
+
+    name = "transformers"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        profile: str = "autotriton",
+        max_new_tokens: int = 2048,
+        temperature: float = 0.8,
+        top_p: float = 0.95,
+        device: str = "auto",
+    ):
+        if not model:
+            raise BackendError("the transformers backend needs --model (a local model directory or a hub id)")
+        if profile not in prompts.PROFILES:
+            raise BackendError(f"unknown prompt profile `{profile}`; available: {', '.join(prompts.PROFILES)}")
+        self.model_id = model
+        self.profile = profile
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.top_p = top_p
+        self._lock = threading.Lock()
+        self.tokenizer, self.model = _load(model, device)
+
+    def models(self) -> list[str]:
+        return [self.model_id]
+
+    def generate(self, request: GenerationRequest) -> list[str]:
+        task = request.task.read_text()
+        replies = []
+        for messages, count in conversations(self.profile, task, request):
+            replies.extend(self.chat(messages, n=count))
+        return candidates_from_replies(replies)
+
+    def chat(self, messages: list[dict], n: int = 1, max_tokens: int | None = None, temperature: float | None = None):
+        """`n` sampled replies to a conversation (the raw prompt for the `kernelllm` profile)."""
+        if self.profile == "kernelllm":
+            return self.complete(messages[-1]["content"], n, max_tokens, temperature)
+        encoded = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+        return self._sample(encoded, n, max_tokens, temperature)
+
+    def complete(self, prompt: str, n: int = 1, max_tokens: int | None = None, temperature: float | None = None):
+        """`n` sampled continuations of a raw text prompt."""
+        return self._sample(self.tokenizer(prompt, return_tensors="pt"), n, max_tokens, temperature)
+
+    def _sample(self, encoded, n: int, max_tokens: int | None, temperature: float | None) -> list[str]:
+        import torch
+
+        encoded = {key: value.to(self.model.device) for key, value in encoded.items()}
+        temperature = self.temperature if temperature is None else temperature
+        with self._lock, torch.no_grad():
+            output = self.model.generate(
+                **encoded,
+                do_sample=temperature > 0,
+                temperature=temperature if temperature > 0 else None,
+                top_p=self.top_p if temperature > 0 else None,
+                max_new_tokens=max_tokens or self.max_new_tokens,
+                num_return_sequences=n,
+                pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+            )
+        start = encoded["input_ids"].shape[1]
+        return [self.tokenizer.decode(sequence[start:], skip_special_tokens=True) for sequence in output]
+
+
+def _load(model: str, device: str):
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:
+        raise BackendError("the transformers backend needs `pip install transformers`") from exc
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    where = "directory" if Path(model).is_dir() else "hub id"
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model)
+        loaded = AutoModelForCausalLM.from_pretrained(model, dtype="auto").to(device).eval()
+    except (OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BackendError(f"cannot load model {where} `{model}`: {first}") from exc
+    return tokenizer, loaded
