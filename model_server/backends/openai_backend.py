@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 
-from model_server.backends.base import BackendError, GenerationRequest
-from model_server.backends.text import candidates_from_replies, conversations
+from model_server.backends.base import BackendError
+from model_server.backends.text import TextBackend
 from model_server.prompts import PROFILES
 
 
-class OpenAIBackend:
+class OpenAIBackend(TextBackend):
     """Samples candidates through `/chat/completions` (or `/completions` for the `kernelllm` profile)."""
 
     name = "openai"
@@ -37,19 +37,7 @@ class OpenAIBackend:
         self.temperature = temperature
         self.timeout = timeout
 
-    def models(self) -> list[str]:
-        return [self.model_id]
-
-    def generate(self, request: GenerationRequest) -> list[str]:
-        task = request.task.read_text()
-        replies = []
-        for messages, count in conversations(self.profile, task, request):
-            replies.extend(self.chat(messages, n=count))
-        return candidates_from_replies(replies)
-
-    def chat(self, messages: list[dict], n: int = 1, max_tokens: int | None = None, temperature: float | None = None):
-        if self.profile == "kernelllm":
-            return self.complete(messages[-1]["content"], n, max_tokens, temperature)
+    def _chat(self, messages: list[dict], n: int, max_tokens: int | None, temperature: float | None) -> list[str]:
         body = self._body(n, max_tokens, temperature) | {"messages": messages}
         return [choice["message"]["content"] or "" for choice in self._post("/chat/completions", body)["choices"]]
 

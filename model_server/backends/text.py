@@ -23,3 +23,33 @@ def candidates_from_replies(replies: list[str]) -> list[str]:
     """Each reply's code block, or the reply itself when it has none: a garbage reply is still verified, so it
     gets a verdict and a report (never silently dropped)."""
     return [prompts.extract_code(reply) or reply for reply in replies]
+
+
+class TextBackend:
+    """A backend that samples text from a model: subclasses provide `_chat` (a conversation) and `complete`."""
+
+    name = "text"
+    model_id: str
+    profile: str
+
+    def models(self) -> list[str]:
+        return [self.model_id]
+
+    def generate(self, request: GenerationRequest) -> list[str]:
+        task = request.task.read_text()
+        replies = []
+        for messages, count in conversations(self.profile, task, request):
+            replies.extend(self.chat(messages, n=count))
+        return candidates_from_replies(replies)
+
+    def chat(self, messages: list[dict], n: int = 1, max_tokens: int | None = None, temperature: float | None = None):
+        """`n` sampled replies to a conversation (the last message as a raw prompt for the `kernelllm` profile)."""
+        if self.profile == "kernelllm":
+            return self.complete(messages[-1]["content"], n, max_tokens, temperature)
+        return self._chat(messages, n, max_tokens, temperature)
+
+    def complete(self, prompt: str, n: int = 1, max_tokens: int | None = None, temperature: float | None = None):
+        raise NotImplementedError
+
+    def _chat(self, messages: list[dict], n: int, max_tokens: int | None, temperature: float | None) -> list[str]:
+        raise NotImplementedError

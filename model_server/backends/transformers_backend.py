@@ -6,11 +6,11 @@ import threading
 from pathlib import Path
 
 from model_server import prompts
-from model_server.backends.base import BackendError, GenerationRequest
-from model_server.backends.text import candidates_from_replies, conversations
+from model_server.backends.base import BackendError
+from model_server.backends.text import TextBackend
 
 
-class TransformersBackend:
+class TransformersBackend(TextBackend):
     """Samples candidates from a causal LM through its chat template (or a raw prompt for `kernelllm`)."""
 
     name = "transformers"
@@ -36,20 +36,7 @@ class TransformersBackend:
         self._lock = threading.Lock()
         self.tokenizer, self.model = _load(model, device)
 
-    def models(self) -> list[str]:
-        return [self.model_id]
-
-    def generate(self, request: GenerationRequest) -> list[str]:
-        task = request.task.read_text()
-        replies = []
-        for messages, count in conversations(self.profile, task, request):
-            replies.extend(self.chat(messages, n=count))
-        return candidates_from_replies(replies)
-
-    def chat(self, messages: list[dict], n: int = 1, max_tokens: int | None = None, temperature: float | None = None):
-        """`n` sampled replies to a conversation (the raw prompt for the `kernelllm` profile)."""
-        if self.profile == "kernelllm":
-            return self.complete(messages[-1]["content"], n, max_tokens, temperature)
+    def _chat(self, messages: list[dict], n: int, max_tokens: int | None, temperature: float | None) -> list[str]:
         encoded = self.tokenizer.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
