@@ -102,7 +102,10 @@ def convert(
             if not sources:
                 emit({"event": "note", "round": round_number, "message": f"{backend.name} has nothing new to try"})
                 break
-            attempts = _verify_round(task, sources, round_number, Path(scratch), pool, options, emit, cancelled)
+            def stop() -> bool:
+                return cancelled() or _past(options.deadline, started)
+
+            attempts = _verify_round(task, sources, round_number, Path(scratch), pool, options, emit, stop)
             outcome.attempts.extend(attempts)
             outcome.best = _fastest([a for a in outcome.attempts if a.correct]) or outcome.best
             feedback = [{"source": a.source, "report": a.report.to_dict()} for a in attempts if not a.correct]
@@ -160,7 +163,7 @@ def _verify_unless_cancelled(
 def _stop_reason(options: ConvertOptions, outcome: Outcome, started: float, cancelled: Callable[[], bool]) -> str:
     if cancelled():
         return "cancelled"
-    if options.deadline is not None and time.monotonic() - started >= options.deadline:
+    if _past(options.deadline, started):
         return "deadline"
     best = outcome.best
     if best is not None and options.target_speedup is not None:
@@ -168,6 +171,10 @@ def _stop_reason(options: ConvertOptions, outcome: Outcome, started: float, canc
         if speedup is not None and speedup >= options.target_speedup:
             return "target_speedup"
     return ""
+
+
+def _past(deadline: float | None, started: float) -> bool:
+    return deadline is not None and time.monotonic() - started >= deadline
 
 
 def _fastest(correct: list[Attempt]) -> Attempt | None:

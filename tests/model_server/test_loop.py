@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -113,3 +114,16 @@ def test_convert_names_a_broken_task(tmp_path):
     done = _tritonize("convert", str(task), "--device", "cpu")
     assert done.returncode == 2
     assert f"{task}:1: not a task: it defines no `get_inputs`, `get_init_inputs`" in done.stderr
+
+
+def test_a_deadline_that_passes_during_generation_skips_verification(pool):
+    class Slow(ScriptedBackend):
+        def generate(self, request):
+            time.sleep(0.5)
+            return super().generate(request)
+
+    events: list[dict] = []
+    options = ConvertOptions(samples=3, rounds=2, deadline=0.3)
+    outcome = convert(TASKS / "relu.py", Slow([[_wrong_relu()] * 3] * 2), pool, options, events.append)
+    assert outcome.stopped == "deadline" and outcome.attempts == []
+    assert [e["event"] for e in events] == ["round", "done"] and events[-1]["stopped"] == "deadline"
