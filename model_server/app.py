@@ -39,6 +39,7 @@ class ServerConfig:
     profile: str = "autotriton"
     base_url: str | None = None
     api_key: str | None = None
+    tensor_parallel_size: int = 1
     device: str = "auto"
     workers: int = 2
     token: str | None = None
@@ -160,7 +161,13 @@ class _State:
     def __init__(self, config: ServerConfig):
         self.config = config
         self.backend: Backend = create_backend(
-            config.backend, config.model, config.profile, config.device, config.base_url, config.api_key
+            config.backend,
+            config.model,
+            config.profile,
+            config.device,
+            config.base_url,
+            config.api_key,
+            config.tensor_parallel_size,
         )
         self.pool: VerifierPool | None = None
         self.running = threading.BoundedSemaphore(config.max_conversions)
@@ -173,6 +180,9 @@ class _State:
     def stop(self) -> None:
         if self.pool is not None:
             self.pool.close()
+        close = getattr(self.backend, "close", None)
+        if close is not None:
+            close()
 
     def models(self) -> list[str]:
         return self.backend.models()

@@ -54,13 +54,16 @@ def _add_backend_options(parser: argparse.ArgumentParser) -> None:
         "--profile", default="autotriton", choices=PROFILES, help="prompt profile (default: autotriton)"
     )
     parser.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://gpu-box:8000/v1 (openai backend)")
+    parser.add_argument("--tensor-parallel", type=positive_int, default=1, help="GPUs per model (vllm backend)")
 
 
 def _backend(args: argparse.Namespace):
     from model_server.backends import create_backend
 
     api_key = os.environ.get("OPENAI_API_KEY")
-    return create_backend(args.backend, args.model, args.profile, args.device, args.base_url, api_key)
+    return create_backend(
+        args.backend, args.model, args.profile, args.device, args.base_url, api_key, args.tensor_parallel
+    )
 
 
 def _add_serve(commands: argparse._SubParsersAction) -> None:
@@ -105,6 +108,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         profile=args.profile,
         base_url=args.base_url,
         api_key=os.environ.get("OPENAI_API_KEY"),
+        tensor_parallel_size=args.tensor_parallel,
         device=args.device,
         workers=args.workers,
         token=args.token,

@@ -102,6 +102,7 @@ def convert(
             if not sources:
                 emit({"event": "note", "round": round_number, "message": f"{backend.name} has nothing new to try"})
                 break
+
             def stop() -> bool:
                 return cancelled() or _past(options.deadline, started)
 

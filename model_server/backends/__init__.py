@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from model_server.backends.base import Backend, BackendError, GenerationRequest
 
-BACKENDS = ("inductor", "openai", "transformers")
+BACKENDS = ("inductor", "openai", "transformers", "vllm")
 
 
 def create_backend(
@@ -14,6 +14,7 @@ def create_backend(
     device: str = "auto",
     base_url: str | None = None,
     api_key: str | None = None,
+    tensor_parallel_size: int = 1,
 ) -> Backend:
     """The backend called `name`, or BackendError listing the ones that exist."""
     if name == "inductor":
@@ -30,6 +31,10 @@ def create_backend(
         from model_server.backends.openai_backend import OpenAIBackend
 
         return OpenAIBackend(model, base_url, api_key, profile)
+    if name == "vllm":
+        from model_server.backends.vllm_backend import VLLMBackend
+
+        return VLLMBackend(model, profile, tensor_parallel_size=tensor_parallel_size)
     raise BackendError(f"unknown backend `{name}`; available: {', '.join(BACKENDS)}")
 
 

@@ -108,7 +108,10 @@ def test_bad_requests_name_what_is_wrong(server):
     too_big = post({"content": b"x" * (2 * 1024 * 1024)}, {"content-type": "application/json"})
     assert too_big.status_code == 413
     unknown = post({"json": {"task": RELU, "backend": "vllm"}})
-    assert unknown.status_code == 404 and "known backends: inductor, openai, transformers" in unknown.json()["detail"]
+    assert (
+        unknown.status_code == 404
+        and "known backends: inductor, openai, transformers, vllm" in unknown.json()["detail"]
+    )
     model = post({"json": {"task": RELU, "model": "AutoTriton-8B"}})
     assert model.status_code == 404 and "available: inductor" in model.json()["detail"]
     chat = httpx.post(

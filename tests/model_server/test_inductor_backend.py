@@ -39,7 +39,7 @@ def test_a_library_matmul_is_refused_with_the_op_named():
 
 
 def test_unknown_backends_are_named_with_the_ones_that_exist():
-    with pytest.raises(BackendError, match="unknown backend `gpt`; available: inductor, openai, transformers"):
+    with pytest.raises(BackendError, match="unknown backend `gpt`; available: inductor, openai, transformers, vllm"):
         create_backend("gpt")
 
 

