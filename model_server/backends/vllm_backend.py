@@ -36,6 +36,7 @@ class VLLMBackend(TextBackend):
             raise BackendError(f"unknown prompt profile `{profile}`; available: {', '.join(PROFILES)}")
         try:
             from vllm import AsyncEngineArgs, SamplingParams
+            from vllm.sampling_params import RequestOutputKind
             from vllm.v1.engine.async_llm import AsyncLLM
         except ImportError as exc:
             raise BackendError(
@@ -47,6 +48,7 @@ class VLLMBackend(TextBackend):
         self.temperature = temperature
         self.top_p = top_p
         self._sampling = SamplingParams
+        self._final_only = RequestOutputKind.FINAL_ONLY
         self._ids = itertools.count()
         self._loop = asyncio.new_event_loop()
         threading.Thread(target=self._loop.run_forever, name="vllm-engine", daemon=True).start()
@@ -66,6 +68,7 @@ class VLLMBackend(TextBackend):
     def complete(self, prompt: str, n: int = 1, max_tokens: int | None = None, temperature: float | None = None):
         params = self._sampling(
             n=n,
+            output_kind=self._final_only,
             temperature=self.temperature if temperature is None else temperature,
             top_p=self.top_p,
             max_tokens=max_tokens or self.max_tokens,
@@ -77,6 +80,7 @@ class VLLMBackend(TextBackend):
         return self.complete(prompt, n, max_tokens, temperature)
 
     async def _generate(self, prompt: str, params) -> list[str]:
+        """All `n` completions, from the request's one final output (FINAL_ONLY: no partial streaming)."""
         final = None
         async for output in self.engine.generate(prompt, params, request_id=f"tritonize-{next(self._ids)}"):
             final = output

