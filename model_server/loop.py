@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from model_server.backends.base import Backend, BackendError, GenerationRequest
-from verifier.pool import VerifierPool
+from verifier.pool import Cancelled, VerifierPool
 from verifier.report import Report
 from verifier.verify import check_task_file
 
@@ -156,9 +156,10 @@ def _verify_round(
 def _verify_unless_cancelled(
     pool: VerifierPool, task: Path, path: Path, options: ConvertOptions, cancelled: Callable[[], bool]
 ) -> Report | None:
-    if cancelled():
+    try:
+        return pool.verify(task, path, cancelled=cancelled, trials=options.trials, timeout=options.timeout)
+    except Cancelled:
         return None
-    return pool.verify(task, path, trials=options.trials, timeout=options.timeout)
 
 
 def _stop_reason(options: ConvertOptions, outcome: Outcome, started: float, cancelled: Callable[[], bool]) -> str:

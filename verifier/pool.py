@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +46,10 @@ class JobOutcome:
 
 class WorkerStartError(RuntimeError):
     """The worker process itself could not start (not a candidate's fault)."""
+
+
+class Cancelled(Exception):
+    """The caller withdrew the verification; its sandbox was killed."""
 
 
 class Worker:
@@ -111,8 +115,11 @@ class Worker:
         path.mkdir(parents=True)
         return name, path
 
-    def run(self, job: dict, timeout: float, memory_limit: int) -> JobOutcome:
-        """Send one job and watch it; kill the sandbox on timeout or when memory exceeds the limit."""
+    def run(
+        self, job: dict, timeout: float, memory_limit: int, cancelled: Callable[[], bool] | None = None
+    ) -> JobOutcome:
+        """Send one job and watch it; kill the sandbox on timeout, when memory exceeds the limit, or when
+        `cancelled()` turns true (then raise Cancelled)."""
         assert self.process is not None and self.process.stdin is not None
         job = {**job, "id": job["dir"]}
         started = time.perf_counter()
@@ -143,6 +150,9 @@ class Worker:
             if time.monotonic() >= deadline:
                 self.stop()
                 return JobOutcome("timeout", seconds=time.perf_counter() - started, peak_rss=peak)
+            if cancelled is not None and cancelled():
+                self.stop()
+                raise Cancelled
 
     def wipe(self, keep: Iterable[str] = ()) -> None:
         """Delete the scratch dir's contents but `keep` (between candidates, so none leaves files for the next)."""
@@ -263,8 +273,16 @@ class VerifierPool:
         """How many verifications can run at once."""
         return len(self._slots)
 
-    def verify(self, task: str | os.PathLike, candidate: str | os.PathLike, **options):
-        """Verify one candidate file against one task file; see `VerifyOptions` for the options."""
+    def verify(
+        self,
+        task: str | os.PathLike,
+        candidate: str | os.PathLike,
+        cancelled: Callable[[], bool] | None = None,
+        **options,
+    ):
+        """Verify one candidate file against one task file; see `VerifyOptions` for the options.
+
+        `cancelled` is polled while jobs run: once it returns true the sandboxes are killed and Cancelled raised."""
         from verifier.verify import run_verification
 
         if self._closed:
@@ -272,7 +290,9 @@ class VerifierPool:
         opts = options.pop("options", None) or VerifyOptions(**options)
         slot = self._free.get()
         try:
-            return run_verification(slot, self, Path(task), Path(candidate), opts)
+            if cancelled is not None and cancelled():
+                raise Cancelled
+            return run_verification(slot, self, Path(task), Path(candidate), opts, cancelled)
         finally:
             self._free.put(slot)
 

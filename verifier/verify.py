@@ -15,6 +15,7 @@ import secrets
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -63,14 +64,30 @@ def verify(task: str | Path, candidate: str | Path, device: str = "auto", isolat
         return pool.verify(task, candidate, **options)
 
 
-def run_verification(slot: Slot, pool: VerifierPool, task: Path, candidate: Path, opts: VerifyOptions) -> Report:
+def run_verification(
+    slot: Slot,
+    pool: VerifierPool,
+    task: Path,
+    candidate: Path,
+    opts: VerifyOptions,
+    cancelled: Callable[[], bool] | None = None,
+) -> Report:
     """Verify on one slot of a pool (called by `VerifierPool.verify`)."""
-    return _Verification(slot, pool, task, candidate, opts).run()
+    return _Verification(slot, pool, task, candidate, opts, cancelled).run()
 
 
 class _Verification:
-    def __init__(self, slot: Slot, pool: VerifierPool, task: Path, candidate: Path, opts: VerifyOptions):
+    def __init__(
+        self,
+        slot: Slot,
+        pool: VerifierPool,
+        task: Path,
+        candidate: Path,
+        opts: VerifyOptions,
+        cancelled: Callable[[], bool] | None = None,
+    ):
         self.slot = slot
+        self.cancelled = cancelled
         self.pool = pool
         self.task = task
         self.candidate = candidate
@@ -283,7 +300,7 @@ class _Verification:
             "timing_trials": self.opts.timing_trials,
             **extra,
         }
-        return worker.run(job, timeout or self.opts.timeout, self.opts.memory_limit)
+        return worker.run(job, timeout or self.opts.timeout, self.opts.memory_limit, self.cancelled)
 
     def _job_result(self, outcome: JobOutcome, job_dir: Path) -> dict | None:
         """The candidate job's result, or None after setting the verdict for a job that did not finish."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -127,3 +128,27 @@ def test_a_deadline_that_passes_during_generation_skips_verification(pool):
     outcome = convert(TASKS / "relu.py", Slow([[_wrong_relu()] * 3] * 2), pool, options, events.append)
     assert outcome.stopped == "deadline" and outcome.attempts == []
     assert [e["event"] for e in events] == ["round", "done"] and events[-1]["stopped"] == "deadline"
+
+
+def test_cancelling_kills_a_verification_in_flight(pool):
+    hang = (FIXTURES / "zoo" / "hang_in_kernel.py").read_text()
+    cancel = threading.Event()
+    threading.Timer(3.0, cancel.set).start()
+    started = time.monotonic()
+    options = ConvertOptions(samples=1, rounds=2, timeout=120)
+    outcome = convert(TASKS / "add.py", ScriptedBackend([[hang]]), pool, options, cancelled=cancel.is_set)
+    assert time.monotonic() - started < 30, "the hung candidate ran on after the cancel"
+    assert outcome.stopped == "cancelled" and outcome.attempts == []
+    report = pool.verify(TASKS / "relu.py", CANDIDATES / "relu_ok.py", trials=1)
+    assert report.passed, "the pool recovers for the next verification"
+
+
+@pytest.mark.gpu
+def test_reaching_the_target_speedup_stops_before_the_repair_round():
+    correct = (CANDIDATES / "relu_ok.py").read_text()
+    backend = ScriptedBackend([[_wrong_relu(), correct], [correct]])
+    options = ConvertOptions(samples=2, rounds=2, trials=2, target_speedup=0.01)
+    with VerifierPool(size=1, device="cuda") as gpu:
+        outcome = convert(TASKS / "relu.py", backend, gpu, options)
+    assert outcome.stopped == "target_speedup" and len(backend.requests) == 1
+    assert outcome.best is not None and outcome.best.report.timing["speedup_vs_eager"] > 0.01
