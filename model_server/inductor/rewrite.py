@@ -29,7 +29,7 @@ class RewriteError(Exception):
 
 @dataclass
 class Kernel:
-    """One generated kernel: its new name, source, launch grid and configuration."""
+    """One generated kernel: Inductor's name, its new name, its definition, launch grid and configuration."""
 
     name: str
     new_name: str
@@ -157,6 +157,11 @@ class _KernelConverter(ast.NodeTransformer):
         if owner == "libdevice":
             if self.interpreter and node.attr in LIBDEVICE_ON_INTERPRETER:
                 return _tl_math(node.attr)
+            if self.interpreter:
+                raise RewriteError(
+                    f"the kernel needs `libdevice.{node.attr}`, which Triton's interpreter (CPU) does not have; "
+                    "convert this task on a GPU (--device cuda)"
+                )
             self.uses_libdevice = True
         return node
 
@@ -252,6 +257,8 @@ def _forward_body(call: ast.FunctionDef, kernels: dict[str, Kernel], captured: d
             names = [ast.unparse(t) for t in stmt.targets[0].elts] if isinstance(stmt.targets[0], ast.Tuple) else []
             if len(names) != len(graph_inputs):
                 raise RewriteError(f"Inductor's module takes {len(names)} inputs, the graph has {len(graph_inputs)}")
+            if not graph_inputs:
+                raise RewriteError("Inductor's module takes no inputs, so there is no device to allocate on")
             lines.extend(f"{name} = {source}" for name, source in zip(names, graph_inputs))
             device_source = next((s for s in graph_inputs if not s.startswith("self.")), graph_inputs[0])
             lines.append(f"device = {device_source}.device")

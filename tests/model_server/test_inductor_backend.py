@@ -45,3 +45,15 @@ def test_unknown_backends_are_named_with_the_ones_that_exist():
 
 def test_repair_rounds_get_nothing_from_a_deterministic_backend():
     assert create_backend("inductor").generate(GenerationRequest(TASKS / "relu.py", 4, "cpu", round=2)) == []
+
+
+@pytest.mark.slow
+def test_a_libdevice_function_the_interpreter_lacks_is_named(tmp_path):
+    task = tmp_path / "bessel.py"
+    task.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.special.i0(x)\n\n\ndef get_inputs():\n    return [torch.randn(16, 16)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    with pytest.raises(BackendError, match=r"needs `libdevice\.cyl_bessel_i0`.*convert this task on a GPU"):
+        create_backend("inductor").generate(GenerationRequest(task, 1, "cpu"))
