@@ -215,12 +215,14 @@ class _State:
         return self.backend
 
     def admit(self) -> bool:
-        """Count a new conversion in, unless the running ones and the queue are both full."""
+        """Whether a new conversion fits among the running and queued ones."""
         with self.lock:
-            if self.waiting >= self.config.max_conversions + self.config.max_queued:
-                return False
+            return self.waiting < self.config.max_conversions + self.config.max_queued
+
+    def enter(self) -> None:
+        """Count a conversion whose stream has started (a stream that never starts is never counted)."""
+        with self.lock:
             self.waiting += 1
-            return True
 
     def release(self) -> None:
         with self.lock:
@@ -279,7 +281,8 @@ async def _convert_events(state: _State, backend: Backend, body: ConvertBody, re
             state.release()
             loop.call_soon_threadsafe(queue.put_nowait, None)
 
-    worker = loop.run_in_executor(None, work)
+    state.enter()
+    loop.run_in_executor(None, work)
     emit({"event": "accepted", "backend": backend.name, "device": state.pool.device})
     try:
         while True:
@@ -294,8 +297,7 @@ async def _convert_events(state: _State, backend: Backend, body: ConvertBody, re
                 break
             yield f"event: {event['event']}\ndata: {json.dumps(event)}\n\n"
     finally:
-        cancel.set()
-        del worker  # it notices the cancel between candidates and winds down on its own
+        cancel.set()  # the worker kills its verification in flight and winds down
 
 
 class _BodyLimit:
