@@ -126,7 +126,8 @@ def create_app(config: ServerConfig) -> FastAPI:
                     state.pool.verify, task, candidate, trials=body.trials, timeout=body.timeout
                 )
             except (TaskError, UsageError) as exc:
-                raise HTTPException(status_code=400, detail=f"the task does not load: {exc}") from exc
+                message = str(exc).replace(f"{scratch}/", "")
+                raise HTTPException(status_code=400, detail=f"the task does not load: {message}") from exc
         return report.to_dict()
 
     @app.post("/v1/completions")
@@ -282,8 +283,8 @@ async def _convert_events(state: _State, backend: Backend, body: ConvertBody, re
             loop.call_soon_threadsafe(queue.put_nowait, None)
 
     state.enter()
+    queue.put_nowait({"event": "accepted", "backend": backend.name, "device": state.pool.device})
     loop.run_in_executor(None, work)
-    emit({"event": "accepted", "backend": backend.name, "device": state.pool.device})
     try:
         while True:
             try:
