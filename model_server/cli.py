@@ -1,4 +1,4 @@
-"""`tritonize` command line: the verifier's commands plus `tritonize convert TASK.py` and `tritonize serve`."""
+"""`tritonize` command line: the verifier's commands plus `convert`, `serve` and `lsp`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     _add_convert(commands)
     _add_serve(commands)
+    _add_lsp(commands)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
@@ -122,6 +123,28 @@ def _run_serve(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return EXIT_PASS
+
+
+def _add_lsp(commands: argparse._SubParsersAction) -> None:
+    lsp = commands.add_parser(
+        "lsp",
+        help="run the language server (audit diagnostics and quick fixes; stdio by default)",
+        description="Run the tritonize language server for an editor: audit findings as diagnostics on open, "
+        "change and save, and the audit's fixes as quick fixes. Speaks LSP on stdio unless --tcp is given.",
+    )
+    lsp.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    lsp.set_defaults(run=_run_lsp)
+
+
+def _run_lsp(args: argparse.Namespace) -> int:
+    try:
+        from lsp_server.server import main as lsp_main
+    except ImportError as exc:
+        print(
+            f"tritonize lsp: error: {exc.name} is missing; install with `pip install 'tritonize[lsp]'`", file=sys.stderr
+        )
+        return EXIT_USAGE
+    return lsp_main(["--tcp", args.tcp] if args.tcp else [])
 
 
 def _run_convert(args: argparse.Namespace) -> int:

@@ -1,9 +1,26 @@
-"""The trust core of tritonize: prove a Triton candidate equal to its PyTorch task, and measure it."""
+"""The trust core of tritonize: prove a Triton candidate equal to its PyTorch task, and measure it.
 
-from verifier.findings import Finding
-from verifier.options import VerifyOptions
-from verifier.pool import VerifierPool
-from verifier.report import Report
-from verifier.verify import TaskError, UsageError, verify
+The public names load on first use, so `verifier.audit` (the editor's diagnostics) starts without importing torch.
+"""
 
-__all__ = ["Finding", "Report", "TaskError", "UsageError", "VerifierPool", "VerifyOptions", "verify"]
+from __future__ import annotations
+
+import importlib
+
+_PUBLIC = {
+    "Finding": "verifier.findings",
+    "VerifyOptions": "verifier.options",
+    "VerifierPool": "verifier.pool",
+    "Report": "verifier.report",
+    "TaskError": "verifier.verify",
+    "UsageError": "verifier.verify",
+    "verify": "verifier.verify",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'verifier' has no attribute {name!r}")
+    return getattr(importlib.import_module(_PUBLIC[name]), name)
