@@ -171,6 +171,9 @@ def _run_convert(args: argparse.Namespace) -> int:
             outcome = convert(task, backend, pool, options, emit=_progress)
     except (TaskError, UsageError, ValueError, WorkerStartError, BackendError, ConvertError) as exc:
         return _usage(str(exc))
+    except KeyboardInterrupt:
+        print("tritonize convert: interrupted; nothing written", file=sys.stderr)
+        return 130
     print(_table(outcome.attempts))
     if outcome.best is None:
         print(f"no candidate was correct ({outcome.stopped}); nothing written", file=sys.stderr)

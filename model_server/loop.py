@@ -95,9 +95,9 @@ def convert(
             try:
                 sources = backend.generate(request)[: options.samples]
             except BackendError as exc:
-                emit({"event": "error", "round": round_number, "message": str(exc)})
                 if not outcome.attempts:
                     raise ConvertError(str(exc)) from exc
+                emit({"event": "error", "round": round_number, "message": str(exc)})
                 break
             if not sources:
                 emit({"event": "note", "round": round_number, "message": f"{backend.name} has nothing new to try"})
