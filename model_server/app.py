@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from model_server.backends import BACKENDS, Backend, BackendError, create_backend
 from model_server.loop import ConvertError, ConvertOptions, convert
 from verifier.pool import VerifierPool
-from verifier.verify import TaskError, UsageError
+from verifier.verification import TaskError, UsageError
 
 MAX_SOURCE = 512 * 1024
 

@@ -151,7 +151,7 @@ def _run_convert(args: argparse.Namespace) -> int:
     from model_server.backends import BackendError
     from model_server.loop import ConvertError, ConvertOptions, convert
     from verifier.pool import VerifierPool, WorkerStartError
-    from verifier.verify import TaskError, UsageError
+    from verifier.verification import TaskError, UsageError
 
     task = Path(args.task)
     out = Path(args.out) if args.out else task.with_name(f"{task.stem}_triton.py")

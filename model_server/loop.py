@@ -17,7 +17,7 @@ from pathlib import Path
 from model_server.backends.base import Backend, BackendError, GenerationRequest
 from verifier.pool import Cancelled, VerifierPool
 from verifier.report import Report
-from verifier.verify import check_task_file
+from verifier.verification import check_task_file
 
 Emit = Callable[[dict], None]
 

@@ -12,9 +12,9 @@ _PUBLIC = {
     "VerifyOptions": "verifier.options",
     "VerifierPool": "verifier.pool",
     "Report": "verifier.report",
-    "TaskError": "verifier.verify",
-    "UsageError": "verifier.verify",
-    "verify": "verifier.verify",
+    "TaskError": "verifier.verification",
+    "UsageError": "verifier.verification",
+    "verify": "verifier.verification",
 }
 
 __all__ = sorted(_PUBLIC)

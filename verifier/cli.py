@@ -102,7 +102,7 @@ def _codes(text: str) -> tuple[str, ...]:
 
 def _run_verify(args: argparse.Namespace) -> int:
     from verifier.pool import WorkerStartError
-    from verifier.verify import TaskError, UsageError, verify
+    from verifier.verification import TaskError, UsageError, verify
 
     try:
         report = verify(

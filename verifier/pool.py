@@ -283,7 +283,7 @@ class VerifierPool:
         """Verify one candidate file against one task file; see `VerifyOptions` for the options.
 
         `cancelled` is polled while jobs run: once it returns true the sandboxes are killed and Cancelled raised."""
-        from verifier.verify import run_verification
+        from verifier.verification import run_verification
 
         if self._closed:
             raise RuntimeError("the pool is closed")
