@@ -195,10 +195,8 @@ class _State:
                 detail=f"backend `{name}` is not served here; this server runs `{self.backend.name}` "
                 f"(known backends: {', '.join(BACKENDS)})",
             )
-        if model is not None and model not in self.models():
-            raise HTTPException(
-                status_code=404, detail=f"model `{model}` is not served; available: {', '.join(self.models())}"
-            )
+        if model is not None:
+            self._check_model(model)
         return self.backend
 
     def text_backend(self, model: str) -> Backend:
@@ -209,11 +207,14 @@ class _State:
                 detail=f"model `{model}` does not generate text here: the `{self.backend.name}` backend derives "
                 "kernels without a language model (text models come with the transformers and openai backends)",
             )
+        self._check_model(model)
+        return self.backend
+
+    def _check_model(self, model: str) -> None:
         if model not in self.models():
             raise HTTPException(
                 status_code=404, detail=f"model `{model}` is not served; available: {', '.join(self.models())}"
             )
-        return self.backend
 
     def admit(self) -> bool:
         """Whether a new conversion fits among the running and queued ones."""

@@ -112,8 +112,6 @@ def convert(
             feedback = [{"source": a.source, "report": a.report.to_dict()} for a in attempts if not a.correct]
             if not feedback:
                 break
-        else:
-            outcome.stopped = "finished"
         if outcome.stopped == "finished":
             outcome.stopped = _stop_reason(options, outcome, started, cancelled) or "finished"
     emit(_done_event(outcome))

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 
 from model_server.backends.base import BackendError
-from model_server.backends.text import TextBackend
-from model_server.prompts import PROFILES
+from model_server.backends.text import TextBackend, check_profile
 
 
 class OpenAIBackend(TextBackend):
@@ -27,12 +26,10 @@ class OpenAIBackend(TextBackend):
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         if not base_url or not model:
             raise BackendError("the openai backend needs --model and --base-url (or OPENAI_BASE_URL)")
-        if profile not in PROFILES:
-            raise BackendError(f"unknown prompt profile `{profile}`; available: {', '.join(PROFILES)}")
         self.model_id = model
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self.profile = profile
+        self.profile = check_profile(profile)
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.timeout = timeout

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from model_server import prompts
-from model_server.backends.base import GenerationRequest
+from model_server.backends.base import BackendError, GenerationRequest
+
+
+def check_profile(profile: str) -> str:
+    """`profile` if it is a known prompt profile, else BackendError listing them."""
+    if profile not in prompts.PROFILES:
+        raise BackendError(f"unknown prompt profile `{profile}`; available: {', '.join(prompts.PROFILES)}")
+    return profile
 
 
 def conversations(profile: str, task: str, request: GenerationRequest) -> list[tuple[list[dict], int]]:

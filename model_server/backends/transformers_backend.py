@@ -5,9 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from model_server import prompts
 from model_server.backends.base import BackendError
-from model_server.backends.text import TextBackend
+from model_server.backends.text import TextBackend, check_profile
 
 
 class TransformersBackend(TextBackend):
@@ -26,10 +25,8 @@ class TransformersBackend(TextBackend):
     ):
         if not model:
             raise BackendError("the transformers backend needs --model (a local model directory or a hub id)")
-        if profile not in prompts.PROFILES:
-            raise BackendError(f"unknown prompt profile `{profile}`; available: {', '.join(prompts.PROFILES)}")
         self.model_id = model
-        self.profile = profile
+        self.profile = check_profile(profile)
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.top_p = top_p

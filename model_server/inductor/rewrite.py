@@ -68,9 +68,14 @@ def rewrite(captured: dict, task_source: str, task_name: str = "task") -> str:
 # ---------------------------------------------------------------- kernels
 
 
+def kernel_sources(wrapper: str) -> list[tuple[str, str]]:
+    """(name, source) of every `name = async_compile.triton('name', '''source''', ...)` in Inductor's module."""
+    return re.findall(r"^(\w+) = async_compile\.triton\('\w+', '''(.*?)'''", wrapper, re.M | re.S)
+
+
 def _kernels(wrapper: str, configs: dict) -> dict[str, Kernel]:
     found = {}
-    for name, source in re.findall(r"^(\w+) = async_compile\.triton\('\w+', '''(.*?)'''", wrapper, re.M | re.S):
+    for name, source in kernel_sources(wrapper):
         module = ast.parse(source)
         function = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
         if function is None:
