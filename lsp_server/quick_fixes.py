@@ -31,7 +31,7 @@ def code_actions(
             types.CodeAction(
                 title=f"{finding.fix['message']} ({finding.rule})",
                 kind=types.CodeActionKind.QuickFix,
-                edit=_workspace_edit(uri, version, edits, document_changes),
+                edit=workspace_edit(uri, version, edits, document_changes),
                 is_preferred=True,
             )
         )
@@ -44,7 +44,7 @@ def code_actions(
             types.CodeAction(
                 title=f"Fix all {rule} in this file ({len(same)} findings)",
                 kind=types.CodeActionKind.QuickFix,
-                edit=_workspace_edit(uri, version, edits, document_changes),
+                edit=workspace_edit(uri, version, edits, document_changes),
             )
         )
     return actions
@@ -74,7 +74,7 @@ def _before(a: types.Position, b: types.Position) -> bool:
     return (a.line, a.character) < (b.line, b.character)
 
 
-def _workspace_edit(
+def workspace_edit(
     uri: str, version: int | None, edits: list[types.TextEdit], document_changes: bool
 ) -> types.WorkspaceEdit:
     """`documentChanges` with the version when the client supports it, else plain `changes` (Neovim)."""

@@ -106,7 +106,12 @@ def create_app(config: ServerConfig) -> FastAPI:
 
     @app.get("/health")
     async def health() -> dict:
-        return {"status": "ok", "backend": state.backend.name, "device": state.pool.device}
+        return {
+            "status": "ok",
+            "backend": state.backend.name,
+            "device": state.pool.device,
+            "conversions": state.waiting,
+        }
 
     @app.get("/v1/models")
     async def models() -> dict:

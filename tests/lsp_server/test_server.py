@@ -11,7 +11,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from tests.verifier.audit.helpers import apply_fix
+from tests.lsp_server.editing import apply_text_edits, column, edits_for
 
 SOURCE = """import triton
 import triton.language as tl
@@ -62,7 +62,7 @@ async def test_findings_become_diagnostics_with_rule_codes_and_client_units(clie
     assert sorted(d.code for d in diagnostics) == ["TRI101", "TRI203", "TRI203"]
     [first] = [d for d in diagnostics if d.code == "TRI203" and d.range.start.line == 6]
     line = SOURCE.splitlines()[6]
-    assert _column(line, first.range.start.character, client.encoding) == line.index("tl.program_id")
+    assert column(line, first.range.start.character, client.encoding) == line.index("tl.program_id")
     assert all(d.source == "tritonize" and d.code_description.href.endswith(d.code.lower()) for d in diagnostics)
     assert {d.severity for d in diagnostics} == {types.DiagnosticSeverity.Error, types.DiagnosticSeverity.Warning}
 
@@ -98,44 +98,9 @@ async def test_quick_fixes_apply_and_fix_all_covers_the_rule(client: LanguageCli
     titles = [a.title for a in actions]
     assert titles == ["Make the program id int64 (TRI203)"] * 2 + ["Fix all TRI203 in this file (2 findings)"]
     fix_all = next(a for a in actions if a.title == "Fix all TRI203 in this file (2 findings)")
-    result = _apply(SOURCE, _edits(fix_all.edit, uri), client.encoding)
+    result = apply_text_edits(SOURCE, edits_for(fix_all.edit, uri), client.encoding)
     assert result.count("tl.program_id(0).to(tl.int64)") == 2
     assert "𝛼 = 0; row = tl.program_id(0).to(tl.int64)" in result
-
-
-def _edits(edit: types.WorkspaceEdit, uri: str) -> list[types.TextEdit]:
-    if edit.document_changes:
-        return [e for change in edit.document_changes for e in change.edits]
-    return edit.changes[uri]
-
-
-def _column(line: str, units: int, encoding: str) -> int:
-    """The character index of a client-unit column (LSP counts UTF-16 units unless told otherwise)."""
-    if encoding == types.PositionEncodingKind.Utf32:
-        return units
-    size = 1 if encoding == types.PositionEncodingKind.Utf8 else 2
-    codec = "utf-8" if size == 1 else "utf-16-le"
-    seen = 0
-    for index, char in enumerate(line):
-        if seen >= units:
-            return index
-        seen += len(char.encode(codec)) // size
-    return len(line)
-
-
-def _apply(text: str, edits: list[types.TextEdit], encoding: str) -> str:
-    lines = text.splitlines()
-
-    def position(p: types.Position) -> tuple[int, int]:
-        return p.line + 1, _column(lines[p.line], p.character, encoding) + 1
-
-    fix = {"edits": []}
-    for e in edits:
-        (line, column), (end_line, end_column) = position(e.range.start), position(e.range.end)
-        fix["edits"].append(
-            {"line": line, "column": column, "end_line": end_line, "end_column": end_column, "text": e.new_text}
-        )
-    return apply_fix(text, fix)
 
 
 def test_the_server_starts_without_importing_torch():

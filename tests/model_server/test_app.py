@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
 
 import httpx
 import pytest
@@ -14,38 +10,15 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 
 from tests.conftest import FIXTURES
+from tests.model_server import serving
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 RELU = (FIXTURES / "tasks" / "relu.py").read_text()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def start_server(options: list[str], token: str | None = TOKEN):
-    """Run `tritonize serve` on a free loopback port (a generator: yields the base URL, then stops it)."""
-    port = _free_port()
-    command = [sys.executable, "-c", "from model_server.cli import main; raise SystemExit(main())", "serve"]
-    command += ["--device", "cpu", "--port", str(port), *options, *(["--token", token] if token else [])]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.3)
-    else:
-        process.kill()
-        pytest.fail(f"the server did not come up:\n{process.stdout.read()}")
-    yield base
-    process.terminate()
-    process.wait(timeout=30)
+    yield from serving.start_server(options, token)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,46 @@
+"""Cancellable work-done progress: the client's cancel button (and `$/cancelRequest`) cancels the command's task.
+
+pygls only cancels a future it keeps per token (DESIGN §4), so each command registers a uuid token and ties
+that future to its own asyncio task. Without client support for progress, reports are dropped quietly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Callable
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+Report = Callable[[str, int | None], None]
+
+
+@contextlib.asynccontextmanager
+async def work_done(ls: LanguageServer, title: str) -> AsyncIterator[Report]:
+    """Begin a progress bar titled `title`; yields `report(message, percentage)`; ends it however work ends."""
+    window = ls.client_capabilities.window
+    if not (window and window.work_done_progress):
+        yield lambda message, percentage=None: None
+        return
+    token = str(uuid.uuid4())
+    progress = ls.work_done_progress
+    await progress.create_async(token)
+    task = asyncio.current_task()
+    progress.tokens[token].add_done_callback(lambda future: future.cancelled() and task.cancel())
+    progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True, percentage=0))
+    last = ["done"]
+
+    def report(message: str, percentage: int | None = None) -> None:
+        last[0] = message
+        progress.report(token, types.WorkDoneProgressReport(message=message, percentage=percentage))
+
+    try:
+        yield report
+    except asyncio.CancelledError:
+        last[0] = "cancelled"
+        raise
+    finally:
+        progress.end(token, types.WorkDoneProgressEnd(message=last[0]))
+        progress.tokens.pop(token, None)
