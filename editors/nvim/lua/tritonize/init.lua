@@ -1,0 +1,172 @@
+-- tritonize for Neovim 0.11+: the language server (audit diagnostics, quick fixes, Convert to Triton,
+-- Verify) registered through vim.lsp.config/vim.lsp.enable, plus :TritonizeConvert with a diff preview.
+local M = {}
+
+M.defaults = {
+  cmd = { "tritonize", "lsp" },
+  filetypes = { "python" },
+  root_markers = { "pyproject.toml", "setup.py", ".git" },
+  -- Sent as the `tritonize` section of workspace/configuration (see the README for every key).
+  settings = {},
+  -- Show the proposed kernel as a diff in a split and ask before applying it.
+  preview = true,
+  -- confirm(proposal, done): call done(true) to apply; the default asks with vim.ui.select.
+  confirm = nil,
+  -- Echo the server's progress reports ("round 1: candidate 3/8 incorrect (max err 0.2)").
+  progress = true,
+}
+
+M.config = vim.deepcopy(M.defaults)
+M.last_result = nil
+
+local function client_for(bufnr)
+  return vim.lsp.get_clients({ bufnr = bufnr or 0, name = "tritonize" })[1]
+end
+
+local function notify(message, level)
+  vim.notify("tritonize: " .. message, level or vim.log.levels.INFO)
+end
+
+local function finish(result, on_done)
+  M.last_result = result
+  if on_done then
+    on_done(result)
+  end
+end
+
+local function apply_proposal(client, result, on_done)
+  client:request("workspace/executeCommand", {
+    command = "tritonize.applyProposal",
+    arguments = { { proposal = result.proposal } },
+  }, function(err, applied)
+    if err then
+      notify(err.message, vim.log.levels.ERROR)
+      return finish({ status = "error", message = err.message }, on_done)
+    end
+    finish(vim.tbl_extend("force", result, applied or {}), on_done)
+  end)
+end
+
+--- A scratch split showing the proposed change as a unified diff; returns its buffer.
+function M.show_preview(preview)
+  local before = preview.before or ""
+  local after = preview.after or ""
+  local diff = (vim.text and vim.text.diff or vim.diff)(before, after, { ctxlen = 3 })
+  local name = vim.uri_to_fname(preview.uri)
+  local lines = { (preview.new_file and "new file " or "changes to ") .. name, "" }
+  vim.list_extend(lines, vim.split(diff, "\n", { trimempty = true }))
+  vim.cmd("botright new")
+  local buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "wipe"
+  vim.bo[buf].swapfile = false
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].filetype = "diff"
+  pcall(vim.api.nvim_buf_set_name, buf, "tritonize://preview")
+  return buf
+end
+
+local function default_confirm(proposal, done)
+  vim.ui.select({ "Apply", "Discard" }, { prompt = "tritonize: " .. (proposal.summary or "apply the kernel?") },
+    function(choice) done(choice == "Apply") end)
+end
+
+local function review(client, result, on_done)
+  local origin = vim.api.nvim_get_current_win()
+  local preview_buf = M.show_preview(result.preview)
+  local confirm = M.config.confirm or default_confirm
+  confirm(result, function(ok)
+    if vim.api.nvim_buf_is_valid(preview_buf) then
+      vim.api.nvim_buf_delete(preview_buf, { force = true })
+    end
+    if vim.api.nvim_win_is_valid(origin) then
+      vim.api.nvim_set_current_win(origin)
+    end
+    if ok then
+      apply_proposal(client, result, on_done)
+    else
+      notify("kernel discarded")
+      finish(vim.tbl_extend("force", result, { status = "discarded" }), on_done)
+    end
+  end)
+end
+
+--- Convert the function or nn.Module under the cursor (or at `line`, 0-based) to Triton.
+function M.convert(opts)
+  opts = opts or {}
+  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
+  local client = client_for(bufnr)
+  if not client then
+    return notify("the language server is not attached to this buffer (see :checkhealth vim.lsp)", vim.log.levels.ERROR)
+  end
+  local line = opts.line or (vim.api.nvim_win_get_cursor(0)[1] - 1)
+  local argument = { uri = vim.uri_from_bufnr(bufnr), line = line, preview = M.config.preview }
+  client:request("workspace/executeCommand", { command = "tritonize.convert", arguments = { argument } },
+    function(err, result)
+      if err then
+        notify(err.message, vim.log.levels.ERROR)
+        return finish({ status = "error", message = err.message }, opts.on_done)
+      end
+      if result and result.status == "proposed" then
+        return review(client, result, opts.on_done)
+      end
+      finish(result, opts.on_done)
+    end, bufnr)
+end
+
+--- Verify the ModelNew in the current buffer against the task named by its `# tritonize-task:` line.
+function M.verify(opts)
+  opts = opts or {}
+  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
+  local client = client_for(bufnr)
+  if not client then
+    return notify("the language server is not attached to this buffer", vim.log.levels.ERROR)
+  end
+  client:request("workspace/executeCommand", {
+    command = "tritonize.verify",
+    arguments = { { uri = vim.uri_from_bufnr(bufnr) } },
+  }, function(err, result)
+    finish(err and { status = "error", message = err.message } or result, opts.on_done)
+  end, bufnr)
+end
+
+local function echo_progress(args)
+  local client = vim.lsp.get_client_by_id(args.data.client_id)
+  local value = args.data.params and args.data.params.value or {}
+  if client and client.name == "tritonize" and value.message then
+    vim.api.nvim_echo({ { "tritonize: " .. value.message } }, false, {})
+  end
+end
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  local config = M.config
+  vim.lsp.config("tritonize", {
+    cmd = config.cmd,
+    filetypes = config.filetypes,
+    root_markers = config.root_markers,
+    settings = { tritonize = config.settings },
+    init_options = { tritonize = config.settings },
+  })
+  vim.lsp.enable("tritonize")
+  -- The code action's command goes through the same preview as :TritonizeConvert.
+  vim.lsp.commands["tritonize.convert"] = function(command, ctx)
+    local argument = command.arguments and command.arguments[1] or {}
+    M.convert({ bufnr = ctx.bufnr, line = argument.line })
+  end
+  vim.api.nvim_create_user_command("TritonizeConvert", function(cmd)
+    M.convert({ line = cmd.range > 0 and cmd.line1 - 1 or nil })
+  end, { range = true, desc = "Convert the PyTorch function or nn.Module under the cursor to Triton" })
+  vim.api.nvim_create_user_command("TritonizeVerify", function()
+    M.verify()
+  end, { desc = "Verify this Triton kernel against its task" })
+  if config.progress then
+    vim.api.nvim_create_autocmd("LspProgress", {
+      group = vim.api.nvim_create_augroup("tritonize_progress", { clear = true }),
+      callback = echo_progress,
+    })
+  end
+end
+
+return M

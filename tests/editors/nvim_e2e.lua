@@ -1,0 +1,55 @@
+-- Driven by tests/editors/test_nvim.py in a real headless Neovim (`nvim --headless -u NONE ... +"luafile"`).
+-- Opens a Triton file with a bug, then converts a PyTorch module through the plugin; writes what it saw as JSON.
+local env = vim.env
+local results = { steps = {} }
+
+local function save()
+  vim.fn.writefile({ vim.json.encode(results) }, env.TRITONIZE_E2E_OUT)
+end
+
+local function step(name)
+  table.insert(results.steps, name)
+  save()
+end
+
+vim.cmd("filetype on")
+vim.opt.rtp:prepend(env.TRITONIZE_PLUGIN)
+local tritonize = require("tritonize")
+tritonize.setup({
+  cmd = { env.TRITONIZE_PYTHON, "-m", "lsp_server" },
+  settings = {
+    serverUrl = env.TRITONIZE_SERVER,
+    autoStart = false,
+    samples = 1,
+    rounds = 1,
+    trials = 2,
+    placement = "below",
+  },
+  confirm = function(proposal, done)
+    results.preview = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+    results.preview_filetype = vim.bo.filetype
+    done(true)
+  end,
+})
+step("setup")
+
+vim.cmd.edit(env.TRITONIZE_BUG)
+vim.wait(30000, function() return #vim.diagnostic.get(0) > 0 end, 50)
+results.diagnostics = vim.tbl_map(function(d)
+  return { code = d.code, line = d.lnum, source = d.source }
+end, vim.diagnostic.get(0))
+step("diagnostics")
+
+vim.cmd.edit(env.TRITONIZE_TASK)
+local task_buf = vim.api.nvim_get_current_buf()
+vim.wait(30000, function()
+  return #vim.lsp.get_clients({ bufnr = task_buf, name = "tritonize" }) > 0
+end, 50)
+vim.api.nvim_win_set_cursor(0, { tonumber(env.TRITONIZE_LINE), 0 })
+local finished = nil
+tritonize.convert({ on_done = function(result) finished = result end })
+vim.wait(280000, function() return finished ~= nil end, 100)
+results.convert = finished
+results.buffer = table.concat(vim.api.nvim_buf_get_lines(task_buf, 0, -1, false), "\n")
+step("converted")
+vim.cmd("qa!")

