@@ -1,7 +1,9 @@
 """The language server: glue between LSP messages and the audit, the code actions and the commands.
 
-Diagnostics are pushed (`textDocument/publishDiagnostics`, never pulled) on open, on save, and after typing
-pauses (`DEBOUNCE_SECONDS`); compile findings follow in the background after a save. The latest findings per
+Diagnostics are pushed (`textDocument/publishDiagnostics`, never pulled) on open, on save, and on change: the
+first edit after a quiet spell is audited at once, edits that follow within `MIN_AUDIT_INTERVAL` are folded
+into one audit at the end of the interval (typing stays responsive, and the final text is always audited).
+Compile findings follow in the background after a save. The latest findings per
 document are kept so code actions answer without re-auditing. Nothing here imports torch: the server is up
 well under a second.
 """
@@ -11,11 +13,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
@@ -33,17 +37,32 @@ from verifier.audit.config import AuditConfig, ConfigError, load_config
 from verifier.audit.engine import audit_source
 from verifier.findings import Finding
 
-DEBOUNCE_SECONDS = 0.15
+MIN_AUDIT_INTERVAL = 0.15
+
+
+class _Answered(Exception):
+    """A request whose params did not fit its method; the error response has been sent already."""
 
 
 class TritonizeProtocol(LanguageServerProtocol):
-    """`$/cancelRequest` for a running command cancels the command's task (pygls only answers it)."""
+    """Two gaps in pygls closed: `$/cancelRequest` for a running command cancels the command's task (pygls
+    only answers it), and a request with malformed params gets an error response (pygls drops it)."""
 
     def _handle_cancel_notification(self, msg_id):
         super()._handle_cancel_notification(msg_id)
         task = self._server.running.get(msg_id)
         if task is not None:
             task.cancel()
+
+    def structure_message(self, data: dict[str, Any]):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if "id" in data and "method" in data:
+                error = types.ResponseError(code=exc.code, message=f"{exc.message}: bad params for {data['method']}")
+                self._send_response(data["id"], error=error)
+                raise _Answered(data["method"]) from exc
+            raise
 
 
 class TritonizeServer(LanguageServer):
@@ -54,6 +73,7 @@ class TritonizeServer(LanguageServer):
         self.findings: dict[str, tuple[int | None, list[Finding]]] = {}
         self.compiled: dict[str, tuple[int | None, list[Finding]]] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.audited_at: dict[str, float] = {}
         self.compiling: dict[str, asyncio.Task] = {}
         self.running: dict[Any, asyncio.Task] = {}
         self.proposals: dict[str, Proposal] = {}
@@ -62,6 +82,15 @@ class TritonizeServer(LanguageServer):
         self.local = LocalServer()
         self.checkers: dict[AuditConfig, CompileChecker] = {}
 
+    def report_server_error(self, error: Exception, source) -> None:
+        """Malformed input is answered on the wire (JSON-RPC errors), never as a pop-up in the editor."""
+        if isinstance(error, _Answered):
+            return
+        if isinstance(error, json.JSONDecodeError):
+            self.protocol._send_response(None, error=types.ResponseError(code=-32700, message=f"Parse error: {error}"))
+            return
+        super().report_server_error(error, source)
+
     def audit(self, uri: str) -> None:
         """Audit the document's current text and publish the result (replacing the previous one)."""
         self.pending.pop(uri, None)
@@ -69,6 +98,7 @@ class TritonizeServer(LanguageServer):
         findings = audit_source(document.source, document.path or uri, self.audit_config(document.path))
         self.findings[uri] = (document.version, findings)
         self.publish(uri)
+        self.audited_at[uri] = asyncio.get_event_loop().time()
 
     def publish(self, uri: str) -> None:
         """Static findings plus compile findings of the same version: one list, so nothing shows twice."""
@@ -84,11 +114,16 @@ class TritonizeServer(LanguageServer):
             )
         )
 
-    def audit_later(self, uri: str) -> None:
-        handle = self.pending.pop(uri, None)
-        if handle is not None:
-            handle.cancel()
-        self.pending[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_SECONDS, self.audit, uri)
+    def audit_soon(self, uri: str) -> None:
+        """Audit now if the last audit is older than the interval, else once when the interval ends."""
+        if uri in self.pending:
+            return
+        loop = asyncio.get_running_loop()
+        wait = self.audited_at.get(uri, float("-inf")) + MIN_AUDIT_INTERVAL - loop.time()
+        if wait <= 0:
+            self.audit(uri)
+        else:
+            self.pending[uri] = loop.call_later(wait, self.audit, uri)
 
     def compile_later(self, uri: str) -> None:
         """Compile checks in a worker thread; a newer save or edit makes the result stale and it is dropped."""
@@ -121,6 +156,7 @@ class TritonizeServer(LanguageServer):
             task.cancel()
         self.findings.pop(uri, None)
         self.compiled.pop(uri, None)
+        self.audited_at.pop(uri, None)
 
     def audit_config(self, path: str | None) -> AuditConfig:
         """The nearest pyproject.toml's audit settings, overridden by the editor's select/ignore/target."""
@@ -244,7 +280,7 @@ def did_open(ls: TritonizeServer, params: types.DidOpenTextDocumentParams) -> No
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 async def did_change(ls: TritonizeServer, params: types.DidChangeTextDocumentParams) -> None:
-    ls.audit_later(params.text_document.uri)
+    ls.audit_soon(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)

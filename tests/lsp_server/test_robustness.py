@@ -1,0 +1,77 @@
+"""The server under abuse: random edits (hypothesis), broken frames and bad requests get JSON-RPC errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.lsp_server.rpc import RawServer
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXT = (ROOT / "examples" / "softmax_triton.py").read_text()
+URI = "file:///fuzz/kernel.py"
+
+
+@pytest.fixture(scope="module")
+def server():
+    raw = RawServer()
+    raw.initialize()
+    raw.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": URI, "languageId": "python", "version": 1, "text": TEXT}},
+    )
+    yield raw
+    raw.close()
+
+
+position = st.fixed_dictionaries({"line": st.integers(0, 80), "character": st.integers(0, 120)})
+change = st.one_of(
+    st.fixed_dictionaries(
+        {"range": st.fixed_dictionaries({"start": position, "end": position}), "text": st.text(max_size=40)}
+    ),
+    st.fixed_dictionaries({"text": st.text(max_size=300)}),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(changes=st.lists(change, min_size=1, max_size=6))
+def test_random_edits_never_break_the_server(server, changes):
+    server.version = getattr(server, "version", 1) + 1
+    server.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": URI, "version": server.version}, "contentChanges": changes},
+    )
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 10_000, "character": 0}}
+    request = server.request(
+        "textDocument/codeAction",
+        {"textDocument": {"uri": URI}, "range": everything, "context": {"diagnostics": []}},
+    )
+    answer = server.response(request)
+    assert "result" in answer, answer
+    assert server.process.poll() is None
+
+
+def test_bad_requests_get_json_rpc_errors_and_the_server_carries_on(server):
+    unknown = server.request("tritonize/noSuchMethod", {})
+    assert server.response(unknown)["error"]["code"] == -32601
+    wrong = server.request("textDocument/codeAction", {"textDocument": 42})
+    assert server.response(wrong)["error"]["code"] == -32602
+    command = server.request("workspace/executeCommand", {"command": "tritonize.nope", "arguments": []})
+    assert server.response(command)["error"]["code"] == -32602
+    bad_args = server.request("workspace/executeCommand", {"command": "tritonize.convert", "arguments": ["x"]})
+    assert server.response(bad_args)["result"]["status"] == "error"
+    server.send_bytes(b"{not json")
+    assert server.wait_for(lambda m: "error" in m)["error"]["code"] == -32700
+    server.send({"method": "textDocument/didChange", "params": {"textDocument": {"uri": "file:///never-opened.py"}}})
+    alive = server.request(
+        "textDocument/codeAction",
+        {
+            "textDocument": {"uri": URI},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}},
+            "context": {"diagnostics": []},
+        },
+    )
+    assert "result" in server.response(alive)
