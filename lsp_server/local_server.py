@@ -41,7 +41,7 @@ class LocalServer:
                 f"the model server at {settings.server_url} is not reachable, and only a loopback URL "
                 "is started automatically; start `tritonize serve` there or fix tritonize.serverUrl"
             )
-        command = [sys.executable, "-m", "model_server.cli", "serve", "--host", "127.0.0.1"]
+        command = [sys.executable, "-m", "model_server", "serve", "--host", "127.0.0.1"]
         command += ["--port", str(url.port or 80), "--backend", settings.backend, "--device", settings.device]
         if settings.model:
             command += ["--model", settings.model]

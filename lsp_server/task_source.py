@@ -139,7 +139,11 @@ def _params(function: ast.FunctionDef | None, skip_self: bool) -> list[ast.arg]:
 
 
 def _example(arg: ast.arg, init: bool = False) -> str:
-    annotation = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+    annotation = ""
+    if isinstance(arg.annotation, ast.Constant) and isinstance(arg.annotation.value, str):
+        annotation = arg.annotation.value  # a quoted annotation: "Float[Tensor, 'b n']"
+    elif arg.annotation is not None:
+        annotation = ast.unparse(arg.annotation)
     base = annotation.split("[", 1)[0].rsplit(".", 1)[-1]
     if base == "int" or (init and not annotation):
         return str(_DEFAULT_SIZE)

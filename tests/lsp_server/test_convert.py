@@ -41,6 +41,7 @@ def model_server():
 @pytest_lsp.fixture(params=CLIENTS, config=ClientServerConfig(server_command=[sys.executable, "-m", "lsp_server"]))
 async def client(request, lsp_client: LanguageClient, model_server):
     lsp_client.applied = []
+    lsp_client.started_servers = []
     lsp_client.set_configuration(
         {"serverUrl": model_server, "autoStart": False, "samples": 1, "rounds": 1, "trials": 2},
         section="tritonize",
@@ -57,6 +58,9 @@ async def client(request, lsp_client: LanguageClient, model_server):
     lsp_client.name = request.param
     yield
     await lsp_client.shutdown_session()
+    for url in lsp_client.started_servers:  # a model server the language server started dies with it
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{url}/health", timeout=2)
 
 
 async def _open(client: LanguageClient, path: Path, text: str) -> str:
@@ -232,3 +236,22 @@ async def _until(condition, what: str, timeout: float = 60.0) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
         await asyncio.sleep(0.2)
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_verify_starts_a_local_model_server_when_none_answers(client: LanguageClient, tmp_path):
+    port = serving.free_port()
+    client.set_configuration(f"http://127.0.0.1:{port}", section="tritonize.serverUrl")
+    client.set_configuration(True, section="tritonize.autoStart")
+    client.set_configuration("cpu", section="tritonize.device")
+    (tmp_path / "softmax.py").write_text((ROOT / "examples" / "softmax.py").read_text())
+    kernel = (ROOT / "examples" / "softmax_triton.py").read_text()
+    uri = await _open(client, tmp_path / "softmax_triton.py", kernel)
+    verify = (await _actions(client, uri, 0))["Verify this Triton kernel against softmax.py::Model"]
+    result = await _run(client, verify.command)
+    assert result["status"] == "verified" and result["report"]["verdict"] == "correct", result
+    messages = [getattr(r, "message", "") or "" for updates in client.progress_reports.values() for r in updates]
+    assert any(m.startswith("starting the model server") for m in messages)
+    assert httpx.get(f"http://127.0.0.1:{port}/health").json()["backend"] == "inductor"
+    client.started_servers.append(f"http://127.0.0.1:{port}")  # the fixture checks it stops with the session

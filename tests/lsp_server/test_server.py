@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -109,3 +110,70 @@ def test_the_server_starts_without_importing_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr
     assert time.perf_counter() - started < 5
+
+
+COMPILES = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    bad = tl.reshape(offs, (3, 5))
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0) + 1.0, mask=mask)
+
+
+def add_one(x):
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024, num_warps=4)
+    return out
+"""
+
+
+@pytest.mark.asyncio
+async def test_compile_errors_follow_a_save_in_the_background_and_go_stale_on_edit(client: LanguageClient, tmp_path):
+    pytest.importorskip("triton.backends.nvidia.compiler")
+    uri = await _open(client, tmp_path, COMPILES)
+    static = sorted(d.code for d in client.diagnostics[uri])
+    assert "TRI601" not in static
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri)))
+    deadline = time.monotonic() + 120
+    while "TRI601" not in [d.code for d in client.diagnostics[uri]]:
+        assert time.monotonic() < deadline, "no compile diagnostics after the save"
+        await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    diagnostics = client.diagnostics[uri]
+    [compile_error] = [d for d in diagnostics if d.code == "TRI601"]
+    assert compile_error.range.start.line == COMPILES.splitlines().index("    bad = tl.reshape(offs, (3, 5))")
+    assert sorted(d.code for d in diagnostics if d.code != "TRI601") == static  # merged, not duplicated
+    fixed = COMPILES.replace("    bad = tl.reshape(offs, (3, 5))\n", "")
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)],
+        )
+    )
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert "TRI601" not in [d.code for d in client.diagnostics[uri]]
+
+
+@pytest.mark.asyncio
+async def test_editor_settings_steer_the_audit_and_bad_ones_are_named_once(client: LanguageClient, tmp_path):
+    client.set_configuration(
+        {"audit": {"ignore": ["TRI203"]}, "placement": "sideways", "samples": "lots", "colour": "blue"},
+        section="tritonize",
+    )
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    deadline = time.monotonic() + 30
+    while len(client.messages) < 3:
+        assert time.monotonic() < deadline, client.messages
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)  # room for the second change to (wrongly) repeat them
+    uri = await _open(client, tmp_path, SOURCE)
+    assert sorted(d.code for d in client.diagnostics[uri]) == ["TRI101"]
+    warnings = [m.message for m in client.messages if m.type == types.MessageType.Warning]
+    assert len(warnings) == 3, warnings  # the second configuration change repeats none of them
+    assert any("tritonize.placement: expected one of new_file, below, replace" in w for w in warnings)
+    assert any("tritonize.samples: expected a whole number" in w for w in warnings)
+    assert any("tritonize.colour is not a setting" in w for w in warnings)
