@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lsprotocol import types
+from pytest_lsp import LanguageClient
 
 
 def edits_for(edit: types.WorkspaceEdit, uri: str) -> list[types.TextEdit]:
@@ -46,3 +47,14 @@ def apply_text_edits(text: str, edits: list[types.TextEdit], encoding: str) -> s
     for edit in sorted(edits, key=lambda e: offset(e.range.start), reverse=True):
         text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
     return text
+
+
+async def replace_text(client: LanguageClient, uri: str, version: int, text: str) -> None:
+    """Send the whole new text as a didChange and wait for the diagnostics that follow."""
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)

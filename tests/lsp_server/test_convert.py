@@ -19,7 +19,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from tests.lsp_server.editing import apply_text_edits, edits_for
+from tests.lsp_server.editing import apply_text_edits, edits_for, replace_text
 from tests.model_server import serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,12 +162,7 @@ async def test_convert_a_function_below_after_a_preview_then_verify_it(client: L
     assert "# tritonize-task: act.py::scaled_tanh" in new_text
 
     (tmp_path / "act.py").write_text(new_text)
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text=new_text)],
-        )
-    )
+    await replace_text(client, uri, 2, new_text)
     verify = (await _actions(client, uri, 0))["Verify this Triton kernel against act.py::scaled_tanh"]
     verified = await _run(client, verify.command)
     assert verified["status"] == "verified" and verified["report"]["verdict"] == "correct"

@@ -12,7 +12,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from tests.lsp_server.editing import apply_text_edits, column, edits_for
+from tests.lsp_server.editing import apply_text_edits, column, edits_for, replace_text
 
 SOURCE = """import triton
 import triton.language as tl
@@ -72,13 +72,7 @@ async def test_findings_become_diagnostics_with_rule_codes_and_client_units(clie
 async def test_edits_are_re_audited_after_a_pause_and_close_clears(client: LanguageClient, tmp_path):
     uri = await _open(client, tmp_path, SOURCE)
     fixed = SOURCE.replace("tl.arange(0, 100)", "tl.arange(0, 128)")
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)],
-        )
-    )
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await replace_text(client, uri, 2, fixed)
     assert sorted(d.code for d in client.diagnostics[uri]) == ["TRI203", "TRI203"]
     client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri)))
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
@@ -148,13 +142,7 @@ async def test_compile_errors_follow_a_save_in_the_background_and_go_stale_on_ed
     assert compile_error.range.start.line == COMPILES.splitlines().index("    bad = tl.reshape(offs, (3, 5))")
     assert sorted(d.code for d in diagnostics if d.code != "TRI601") == static  # merged, not duplicated
     fixed = COMPILES.replace("    bad = tl.reshape(offs, (3, 5))\n", "")
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)],
-        )
-    )
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await replace_text(client, uri, 2, fixed)
     assert "TRI601" not in [d.code for d in client.diagnostics[uri]]
 
 
