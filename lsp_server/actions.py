@@ -27,13 +27,13 @@ def editor_actions(
     path: str,
     version: int | None,
     source: str,
+    tree: ast.Module | None,
     lines: Sequence[str],
     codec: PositionCodec,
     line: int,
     document_changes: bool,
 ) -> list[types.CodeAction]:
     """Actions for 0-based `line`: convert/add-inputs on PyTorch code, verify on a file defining ModelNew."""
-    tree = task_source.parse(source)
     if tree is None:
         return []
     actions = []

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from lsp_server.model_client import ModelServerError
+from lsp_server.errors import ModelServerError
 from lsp_server.settings import Settings
 
 START_TIMEOUT = 180.0

@@ -12,9 +12,7 @@ from typing import Any
 
 import httpx
 
-
-class ModelServerError(RuntimeError):
-    """The model server could not be used; the message names the URL and what to do."""
+from lsp_server.errors import ModelServerError
 
 
 class ModelClient:

@@ -11,12 +11,13 @@ well under a second.
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import contextlib
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -24,10 +25,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
-from lsp_server import actions, commands
+from lsp_server import actions, commands, task_source
 from lsp_server.diagnostics import to_diagnostic
+from lsp_server.errors import ModelServerError
 from lsp_server.local_server import LocalServer
-from lsp_server.model_client import ModelClient, ModelServerError
 from lsp_server.placement import Proposal
 from lsp_server.quick_fixes import code_actions
 from lsp_server.settings import Settings, parse_settings
@@ -36,6 +37,9 @@ from verifier.audit.compile_check import CompileChecker
 from verifier.audit.config import AuditConfig, ConfigError, load_config
 from verifier.audit.engine import audit_source
 from verifier.findings import Finding
+
+if TYPE_CHECKING:
+    from lsp_server.model_client import ModelClient
 
 MIN_AUDIT_INTERVAL = 0.15
 
@@ -74,10 +78,12 @@ class TritonizeServer(LanguageServer):
         self.compiled: dict[str, tuple[int | None, list[Finding]]] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.audited_at: dict[str, float] = {}
+        self.trees: dict[str, tuple[int | None, ast.Module | None]] = {}
         self.compiling: dict[str, asyncio.Task] = {}
         self.running: dict[Any, asyncio.Task] = {}
         self.proposals: dict[str, Proposal] = {}
         self.settings = Settings()
+        self.initialization_options: Any = None
         self.told: set[str] = set()
         self.local = LocalServer()
         self.checkers: dict[AuditConfig, CompileChecker] = {}
@@ -157,6 +163,16 @@ class TritonizeServer(LanguageServer):
         self.findings.pop(uri, None)
         self.compiled.pop(uri, None)
         self.audited_at.pop(uri, None)
+        self.trees.pop(uri, None)
+
+    def tree(self, uri: str) -> ast.Module | None:
+        """The document's syntax tree, parsed once per version (None while it does not parse)."""
+        document = self.workspace.get_text_document(uri)
+        cached = self.trees.get(uri)
+        if cached is None or cached[0] != document.version:
+            cached = (document.version, task_source.parse(document.source))
+            self.trees[uri] = cached
+        return cached[1]
 
     def audit_config(self, path: str | None) -> AuditConfig:
         """The nearest pyproject.toml's audit settings, overridden by the editor's select/ignore/target."""
@@ -193,6 +209,8 @@ class TritonizeServer(LanguageServer):
 
     async def model_client(self, settings: Settings, report) -> ModelClient:
         """A client for a server that answers /health, starting a local one when allowed."""
+        from lsp_server.model_client import ModelClient  # httpx loads on first use, not at start-up
+
         client = ModelClient(settings.server_url, settings.token)
         if await client.healthy():
             return client
@@ -256,6 +274,11 @@ class TritonizeServer(LanguageServer):
 server = TritonizeServer()
 
 
+@server.feature(types.INITIALIZE)
+def initialize(ls: TritonizeServer, params: types.InitializeParams) -> None:
+    ls.initialization_options = params.initialization_options
+
+
 @server.feature(types.INITIALIZED)
 async def initialized(ls: TritonizeServer, params: types.InitializedParams) -> None:
     ls.settings = await ls.load_settings()
@@ -316,6 +339,7 @@ def code_action(ls: TritonizeServer, params: types.CodeActionParams) -> list[typ
         to_fs_path(uri) or "",
         document.version,
         document.source,
+        ls.tree(uri),
         document.lines,
         codec,
         params.range.start.line,

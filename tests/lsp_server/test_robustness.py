@@ -75,3 +75,26 @@ def test_bad_requests_get_json_rpc_errors_and_the_server_carries_on(server):
         },
     )
     assert "result" in server.response(alive)
+
+
+def test_a_client_without_workspace_configuration_is_configured_by_initialization_options():
+    raw = RawServer()
+    try:
+        options = {"tritonize": {"samples": 0, "audit": {"ignore": ["TRI1"]}}}
+        raw.response(
+            raw.request("initialize", {"processId": None, "capabilities": {}, "initializationOptions": options})
+        )
+        raw.notify("initialized", {})
+        warning = raw.wait_for(lambda m: m.get("method") == "window/showMessage")
+        assert (
+            warning["params"]["message"]
+            == "tritonize: tritonize.samples: expected a whole number from 1 to 64; using 4"
+        )
+        text = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x):\n    offs = tl.arange(0, 100)\n"
+        raw.notify(
+            "textDocument/didOpen", {"textDocument": {"uri": URI, "languageId": "python", "version": 1, "text": text}}
+        )
+        published = raw.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics")
+        assert [d["code"] for d in published["params"]["diagnostics"]] == []  # TRI101 is ignored
+    finally:
+        raw.close()
