@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 CONVERT = "tritonize.convert"
 APPLY = "tritonize.applyProposal"
 VERIFY = "tritonize.verify"
+MAX_PROPOSALS = 8
 
 
 class CommandError(ValueError):
@@ -77,6 +78,8 @@ async def convert(ls: TritonizeServer, args: dict[str, Any]) -> dict[str, Any]:
     if args.get("preview"):
         key = str(uuid.uuid4())
         ls.proposals[key] = proposal
+        while len(ls.proposals) > MAX_PROPOSALS:  # previews that were discarded without a word
+            ls.proposals.pop(next(iter(ls.proposals)))
         preview = {
             "uri": proposal.uri,
             "new_file": proposal.new_file,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 
 from lsprotocol import types
@@ -25,9 +26,35 @@ def to_range(codec: PositionCodec, lines: Sequence[str], line: int, column: int,
     return codec.range_to_client_units(lines, types.Range(start=start, end=end))
 
 
-def to_diagnostic(codec: PositionCodec, lines: Sequence[str], finding: Finding) -> types.Diagnostic:
+def kernel_spans(tree: ast.Module | None) -> list[tuple[str, int, int, int]]:
+    """(name, def line, name column, last line) of each top-level `@jit` function, 1-based."""
+    if tree is None:
+        return []
+    spans = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any(_is_jit(d) for d in node.decorator_list):
+            spans.append((node.name, node.lineno, node.col_offset + len("def ") + 1, node.end_lineno or node.lineno))
+    return spans
+
+
+def to_diagnostic(
+    codec: PositionCodec,
+    lines: Sequence[str],
+    finding: Finding,
+    uri: str = "",
+    kernels: Sequence[tuple[str, int, int, int]] = (),
+) -> types.Diagnostic:
+    """The finding as a diagnostic; inside a kernel, related information points at that kernel's `def`."""
     end_line = finding.end_line or finding.line
     end_column = finding.end_column or finding.column + 1
+    related = [
+        types.DiagnosticRelatedInformation(
+            location=types.Location(uri=uri, range=to_range(codec, lines, line, column, line, column + len(name))),
+            message=f"in kernel `{name}`",
+        )
+        for name, line, column, last in kernels
+        if line <= finding.line <= last and finding.line != line
+    ]
     return types.Diagnostic(
         range=to_range(codec, lines, finding.line, finding.column, end_line, end_column),
         message=finding.message,
@@ -36,4 +63,11 @@ def to_diagnostic(codec: PositionCodec, lines: Sequence[str], finding: Finding) 
         code_description=types.CodeDescription(href=f"{RULES_URL}#{finding.rule.lower()}"),
         source=SOURCE,
         data={"fix": finding.fix} if finding.fix else None,
+        related_information=related or None,
     )
+
+
+def _is_jit(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+    return name in ("jit", "autotune", "heuristics")

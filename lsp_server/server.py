@@ -26,7 +26,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from lsp_server import actions, commands, task_source
-from lsp_server.diagnostics import to_diagnostic
+from lsp_server.diagnostics import kernel_spans, to_diagnostic
 from lsp_server.errors import ModelServerError
 from lsp_server.local_server import LocalServer
 from lsp_server.placement import Proposal
@@ -114,10 +114,10 @@ class TritonizeServer(LanguageServer):
         if compiled_version == version:
             findings = findings + compiled
         codec, lines = self.workspace.position_codec, document.lines
+        kernels = kernel_spans(self.tree(uri)) if findings else []
+        diagnostics = [to_diagnostic(codec, lines, f, uri, kernels) for f in findings]
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(
-                uri=uri, version=document.version, diagnostics=[to_diagnostic(codec, lines, f) for f in findings]
-            )
+            types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=diagnostics)
         )
 
     def audit_soon(self, uri: str) -> None:

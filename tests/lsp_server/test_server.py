@@ -65,6 +65,9 @@ async def test_findings_become_diagnostics_with_rule_codes_and_client_units(clie
     line = SOURCE.splitlines()[6]
     assert column(line, first.range.start.character, client.encoding) == line.index("tl.program_id")
     assert all(d.source == "tritonize" and d.code_description.href.endswith(d.code.lower()) for d in diagnostics)
+    [context] = first.related_information
+    assert context.message == "in kernel `scale`" and context.location.uri == uri
+    assert context.location.range.start.line == 5 and context.location.range.start.character == len("def ")
     assert {d.severity for d in diagnostics} == {types.DiagnosticSeverity.Error, types.DiagnosticSeverity.Warning}
 
 
