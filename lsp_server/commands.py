@@ -63,17 +63,7 @@ async def convert(ls: TritonizeServer, args: dict[str, Any]) -> dict[str, Any]:
     report_dict = done["report"]
     header = placement.report_comment(target, _name(uri), report_dict, settings.backend)
     summary = header.splitlines()[1].lstrip("# ").strip()
-    proposal = placement.propose(
-        uri,
-        document.version,
-        document.lines,
-        ls.workspace.position_codec,
-        target,
-        header,
-        done["best"]["source"],
-        settings.placement,
-        summary,
-    )
+    proposal = _place(ls, uri, target, header, done["best"]["source"], settings.placement, summary)
     result = {"report": report_dict, "source": done["best"]["source"], "summary": summary}
     if args.get("preview"):
         key = str(uuid.uuid4())
@@ -99,7 +89,13 @@ async def apply_proposal(ls: TritonizeServer, args: dict[str, Any]) -> dict[str,
 
 
 async def apply(ls: TritonizeServer, proposal: placement.Proposal) -> dict[str, Any]:
-    """Put the kernel in place; a new file the client cannot create is written here, never over another."""
+    """Put the kernel in place; a new file the client cannot create is written here, never over another.
+
+    If the document changed since the proposal was made (typing during a conversion), the target is found
+    again by name in the current text, so the kernel lands where it belongs and nothing typed is lost.
+    """
+    if not proposal.new_file and ls.workspace.get_text_document(proposal.uri).version != proposal.version:
+        proposal = proposal.redo()
     edit = placement.workspace_edit(proposal, ls.client_capabilities)
     if edit is None:
         try:
@@ -130,10 +126,7 @@ async def verify(ls: TritonizeServer, args: dict[str, Any]) -> dict[str, Any]:
     task_path, name = reference
     task_text = ls.text_of(task_path)
     tree = task_source.parse(task_text)
-    target = next(
-        (task_source.target_at(tree, node.lineno) for node in (tree.body if tree else []) if _named(node, name)),
-        None,
-    )
+    target = task_source.target_named(tree, name)
     if target is None:
         raise CommandError(f"{Path(task_path).name} has no top-level {name} to verify against")
     task = task_source.build_task(task_text, tree, target)
@@ -148,6 +141,21 @@ async def verify(ls: TritonizeServer, args: dict[str, Any]) -> dict[str, Any]:
     kind = types.MessageType.Info if verdict == "correct" and result.get("reward", 0) > 0 else types.MessageType.Warning
     ls.tell(f"tritonize: {_name(uri)} is {verdict} against {name}: {_describe(result)}", kind)
     return {"status": "verified", "report": result}
+
+
+def _place(
+    ls: TritonizeServer, uri: str, target, header: str, kernel: str, where: str, summary: str
+) -> placement.Proposal:
+    """The proposal against the document as it is now (a new file when the target is gone from it)."""
+    document = ls.workspace.get_text_document(uri)
+    current = task_source.target_named(task_source.parse(document.source), target.name)
+    if current is None:
+        where, current = "new_file", target
+    proposal = placement.propose(
+        uri, document.version, document.lines, ls.workspace.position_codec, current, header, kernel, where, summary
+    )
+    proposal.redo = lambda: _place(ls, uri, target, header, kernel, where, summary)
+    return proposal
 
 
 def task_reference(source: str, path: str) -> tuple[str, str] | None:
@@ -212,10 +220,6 @@ def _describe(report: dict[str, Any]) -> str:
     if report.get("message"):
         parts.append(str(report["message"]))
     return "; ".join(p for p in parts if p) or "no details"
-
-
-def _named(node: Any, name: str) -> bool:
-    return getattr(node, "name", None) == name
 
 
 def _uri(args: dict[str, Any]) -> str:

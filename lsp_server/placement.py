@@ -7,8 +7,8 @@ its own diff first). A new file is never written over: `x_triton.py`, then `x_tr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsprotocol import types
@@ -32,6 +32,7 @@ class Proposal:
     version: int | None
     summary: str
     path: str | None = None
+    redo: Callable[[], Proposal] | None = field(default=None, repr=False)
 
     @property
     def new_file(self) -> bool:

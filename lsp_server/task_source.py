@@ -49,6 +49,14 @@ def target_at(tree: ast.Module, line: int) -> Target | None:
     return None
 
 
+def target_named(tree: ast.Module | None, name: str) -> Target | None:
+    """The convertible top-level definition called `name`, wherever it is now."""
+    for node in tree.body if tree else []:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            return target_at(tree, node.lineno)
+    return None
+
+
 def defined_names(tree: ast.Module) -> set[str]:
     return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
 

@@ -146,6 +146,8 @@ async def test_convert_a_function_below_after_a_preview_then_verify_it(client: L
     assert proposed["status"] == "proposed" and client.applied == []
     preview = proposed["preview"]
     assert preview["uri"] == uri and preview["new_file"] is False and "class ModelNew" in preview["after"]
+    typed = "# typed while the preview was open\n\n" + text  # the kernel must still land below the function
+    await replace_text(client, uri, 2, typed)
     applied = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="tritonize.applyProposal", arguments=[{"proposal": proposed["proposal"]}])
     )
@@ -155,14 +157,16 @@ async def test_convert_a_function_below_after_a_preview_then_verify_it(client: L
         assert edit.document_changes is None
     else:
         assert edit.change_annotations["tritonize.convert"].needs_confirmation is True
-    new_text = apply_text_edits(text, edits_for(edit, uri), client.encoding)
+        assert edit.document_changes[0].text_document.version == 2
+    new_text = apply_text_edits(typed, edits_for(edit, uri), client.encoding)
     ast.parse(new_text)
+    assert new_text.startswith(typed.split("def scaled_tanh")[0])
     assert new_text.index("def scaled_tanh") < new_text.index("class ModelNew") < new_text.index("def get_inputs")
     assert "return torch.tanh(x) * y + 1.0\n\n\n# tritonize: Triton version of scaled_tanh" in new_text
     assert "# tritonize-task: act.py::scaled_tanh" in new_text
 
     (tmp_path / "act.py").write_text(new_text)
-    await replace_text(client, uri, 2, new_text)
+    await replace_text(client, uri, 3, new_text)
     verify = (await _actions(client, uri, 0))["Verify this Triton kernel against act.py::scaled_tanh"]
     verified = await _run(client, verify.command)
     assert verified["status"] == "verified" and verified["report"]["verdict"] == "correct"
