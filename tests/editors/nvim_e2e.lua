@@ -46,10 +46,13 @@ vim.wait(30000, function()
   return #vim.lsp.get_clients({ bufnr = task_buf, name = "tritonize" }) > 0
 end, 50)
 vim.api.nvim_win_set_cursor(0, { tonumber(env.TRITONIZE_LINE), 0 })
-local finished = nil
-tritonize.convert({ on_done = function(result) finished = result end })
-vim.wait(280000, function() return finished ~= nil end, 100)
-results.convert = finished
+-- Through the code action menu, as a user would: the plugin routes its command through the preview.
+vim.lsp.buf.code_action({
+  apply = true,
+  filter = function(action) return action.title == "Convert Model to Triton" end,
+})
+vim.wait(280000, function() return tritonize.last_result ~= nil end, 100)
+results.convert = tritonize.last_result
 results.buffer = table.concat(vim.api.nvim_buf_get_lines(task_buf, 0, -1, false), "\n")
 step("converted")
 vim.cmd("qa!")
