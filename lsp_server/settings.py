@@ -39,8 +39,8 @@ _ALIASES = {
     "serverUrl": "server_url",
     "autoStart": "auto_start",
     "compileOnSave": "compile_on_save",
-    "audit": None,
 }
+_SPELLING = {internal: camel for camel, internal in _ALIASES.items()}
 
 
 def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
@@ -50,21 +50,28 @@ def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
     if not isinstance(raw, dict):
         return Settings(), [f"tritonize settings must be an object, got {type(raw).__name__}"]
     flat = {_ALIASES.get(key, key): value for key, value in raw.items() if key != "audit"}
+    spelled = {_ALIASES.get(key, key): key for key in raw} | {"select": "audit.select", "ignore": "audit.ignore"}
     audit = raw.get("audit")
+    problems = []
     if isinstance(audit, dict):
         flat.update({key: value for key, value in audit.items() if key in ("select", "ignore")})
+        problems += [
+            f"tritonize.audit.{key} is not a setting (known: ignore, select)"
+            for key in audit
+            if key not in ("select", "ignore")
+        ]
     elif audit is not None:
         return Settings(), ["tritonize.audit must be an object with `select` and `ignore` lists"]
     known = {f.name: f for f in fields(Settings)}
     values: dict[str, Any] = {}
-    problems = []
     for key, value in flat.items():
         if key not in known:
-            problems.append(f"tritonize.{key} is not a setting (known: {', '.join(sorted(known))})")
+            names = sorted({_SPELLING.get(name, name) for name in known} - {"select", "ignore"} | {"audit"})
+            problems.append(f"tritonize.{key} is not a setting (known: {', '.join(names)})")
             continue
         checked, problem = _check(key, value)
         if problem:
-            problems.append(f"tritonize.{key}: {problem}; using {getattr(Settings(), key)!r}")
+            problems.append(f"tritonize.{spelled.get(key, key)}: {problem}; using {getattr(Settings(), key)!r}")
         else:
             values[key] = checked
     return Settings(**values), problems

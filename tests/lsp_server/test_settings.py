@@ -1,0 +1,30 @@
+"""The `tritonize` settings section: both spellings, checked values, and every problem named."""
+
+from __future__ import annotations
+
+from lsp_server.settings import Settings, parse_settings
+
+
+def test_camel_case_and_nested_audit_settings_are_read():
+    raw = {"serverUrl": "http://gpu-box:8765/", "autoStart": False, "samples": 8, "audit": {"ignore": ["TRI5"]}}
+    settings, problems = parse_settings(raw)
+    assert problems == []
+    assert (settings.server_url, settings.auto_start, settings.samples, settings.ignore) == (
+        "http://gpu-box:8765",
+        False,
+        8,
+        ("TRI5",),
+    )
+
+
+def test_each_bad_value_is_named_and_falls_back_to_its_default():
+    raw = {"samples": True, "target": "sm90", "audit": {"selct": ["TRI2"]}, "serverUrl": "gpu-box:8765"}
+    settings, problems = parse_settings(raw)
+    assert settings == Settings()
+    assert sorted(problems) == [
+        "tritonize.audit.selct is not a setting (known: ignore, select)",
+        "tritonize.samples: expected a whole number from 1 to 64; using 4",
+        "tritonize.serverUrl: expected an http:// or https:// URL; using 'http://127.0.0.1:8765'",
+        "tritonize.target: expected a CUDA architecture such as sm_90; using None",
+    ]
+    assert parse_settings(["not", "an", "object"])[1] == ["tritonize settings must be an object, got list"]
