@@ -34,7 +34,7 @@ async def convert(ls: TritonizeServer, args: dict[str, Any]) -> dict[str, Any]:
     """Convert the definition at `args["line"]` of `args["uri"]`; apply it or, with `preview`, propose it."""
     uri, line = _uri(args), _line(args)
     document = ls.workspace.get_text_document(uri)
-    tree = task_source.parse(document.source)
+    tree = ls.tree(uri)
     if tree is None:
         raise CommandError(f"{_name(uri)} does not parse; fix the syntax error first")
     target = task_source.target_at(tree, line + 1)
@@ -148,7 +148,7 @@ def _place(
 ) -> placement.Proposal:
     """The proposal against the document as it is now (a new file when the target is gone from it)."""
     document = ls.workspace.get_text_document(uri)
-    current = task_source.target_named(task_source.parse(document.source), target.name)
+    current = task_source.target_named(ls.tree(uri), target.name)
     if current is None:
         where, current = "new_file", target
     proposal = placement.propose(

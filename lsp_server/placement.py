@@ -15,6 +15,8 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
+from lsp_server.quick_fixes import edit_capabilities, supports_document_changes
+from lsp_server.quick_fixes import workspace_edit as workspace_edit_for
 from lsp_server.task_source import Target
 
 ANNOTATION = "tritonize.convert"
@@ -108,8 +110,8 @@ def end_of(lines: Sequence[str], codec: PositionCodec) -> tuple[types.Position, 
 
 def workspace_edit(proposal: Proposal, capabilities: types.ClientCapabilities) -> types.WorkspaceEdit | None:
     """The edit this client can apply, or None for a new file it cannot create (the server writes it)."""
-    edit_caps = capabilities.workspace.workspace_edit if capabilities.workspace else None
-    document_changes = bool(edit_caps and edit_caps.document_changes)
+    edit_caps = edit_capabilities(capabilities)
+    document_changes = supports_document_changes(capabilities)
     annotated = document_changes and bool(edit_caps.change_annotation_support)
     can_create = document_changes and types.ResourceOperationKind.Create in (edit_caps.resource_operations or [])
     annotation = ANNOTATION if annotated else None
@@ -134,13 +136,9 @@ def workspace_edit(proposal: Proposal, capabilities: types.ClientCapabilities) -
         changes = [create, types.TextDocumentEdit(text_document=document, edits=[edit])]
         return types.WorkspaceEdit(document_changes=changes, change_annotations=annotations)
     edit = _text_edit(proposal.range, proposal.text, annotation)
-    if not document_changes:
-        return types.WorkspaceEdit(changes={proposal.uri: [edit]})
-    document = types.OptionalVersionedTextDocumentIdentifier(uri=proposal.uri, version=proposal.version)
-    return types.WorkspaceEdit(
-        document_changes=[types.TextDocumentEdit(text_document=document, edits=[edit])],
-        change_annotations=annotations,
-    )
+    result = workspace_edit_for(proposal.uri, proposal.version, [edit], document_changes)
+    result.change_annotations = annotations
+    return result
 
 
 def _text_edit(span: types.Range, text: str, annotation: str | None) -> types.TextEdit:

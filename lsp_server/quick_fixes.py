@@ -74,6 +74,15 @@ def _before(a: types.Position, b: types.Position) -> bool:
     return (a.line, a.character) < (b.line, b.character)
 
 
+def edit_capabilities(capabilities: types.ClientCapabilities) -> types.WorkspaceEditClientCapabilities | None:
+    return capabilities.workspace.workspace_edit if capabilities.workspace else None
+
+
+def supports_document_changes(capabilities: types.ClientCapabilities) -> bool:
+    edit_caps = edit_capabilities(capabilities)
+    return bool(edit_caps and edit_caps.document_changes)
+
+
 def workspace_edit(
     uri: str, version: int | None, edits: list[types.TextEdit], document_changes: bool
 ) -> types.WorkspaceEdit:

@@ -30,7 +30,7 @@ from lsp_server.diagnostics import kernel_spans, to_diagnostic
 from lsp_server.errors import ModelServerError
 from lsp_server.local_server import LocalServer
 from lsp_server.placement import Proposal
-from lsp_server.quick_fixes import code_actions
+from lsp_server.quick_fixes import code_actions, supports_document_changes
 from lsp_server.settings import Settings, parse_settings
 from lsp_server.task_source import TaskSourceError
 from verifier.audit.compile_check import CompileChecker
@@ -329,9 +329,7 @@ def code_action(ls: TritonizeServer, params: types.CodeActionParams) -> list[typ
         ls.audit(uri)
     version, findings = ls.findings.get(uri, (None, []))
     document = ls.workspace.get_text_document(uri)
-    capabilities = ls.client_capabilities.workspace
-    edit_capabilities = capabilities.workspace_edit if capabilities else None
-    document_changes = bool(edit_capabilities and edit_capabilities.document_changes)
+    document_changes = supports_document_changes(ls.client_capabilities)
     codec = ls.workspace.position_codec
     found = code_actions(uri, version, codec, document.lines, findings, params.range, document_changes)
     found += actions.editor_actions(

@@ -34,15 +34,31 @@ local function finish(result, on_done)
   end
 end
 
-local function apply_proposal(client, result, on_done)
-  client:request("workspace/executeCommand", {
-    command = "tritonize.applyProposal",
-    arguments = { { proposal = result.proposal } },
-  }, function(err, applied)
+-- Send a server command; a request error is shown and reported as { status = "error" }, a result goes to
+-- on_result (by default straight to on_done).
+local function execute(client, bufnr, command, argument, on_done, on_result)
+  client:request("workspace/executeCommand", { command = command, arguments = { argument } }, function(err, result)
     if err then
       notify(err.message, vim.log.levels.ERROR)
       return finish({ status = "error", message = err.message }, on_done)
     end
+    if on_result then
+      return on_result(result)
+    end
+    finish(result, on_done)
+  end, bufnr)
+end
+
+local function attached_client(bufnr)
+  local client = client_for(bufnr)
+  if not client then
+    notify("the language server is not attached to this buffer (see :checkhealth vim.lsp)", vim.log.levels.ERROR)
+  end
+  return client
+end
+
+local function apply_proposal(client, result, on_done)
+  execute(client, nil, "tritonize.applyProposal", { proposal = result.proposal }, on_done, function(applied)
     finish(vim.tbl_extend("force", result, applied or {}), on_done)
   end)
 end
@@ -96,39 +112,28 @@ end
 function M.convert(opts)
   opts = opts or {}
   local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
-  local client = client_for(bufnr)
+  local client = attached_client(bufnr)
   if not client then
-    return notify("the language server is not attached to this buffer (see :checkhealth vim.lsp)", vim.log.levels.ERROR)
+    return
   end
   local line = opts.line or (vim.api.nvim_win_get_cursor(0)[1] - 1)
   local argument = { uri = vim.uri_from_bufnr(bufnr), line = line, preview = M.config.preview }
-  client:request("workspace/executeCommand", { command = "tritonize.convert", arguments = { argument } },
-    function(err, result)
-      if err then
-        notify(err.message, vim.log.levels.ERROR)
-        return finish({ status = "error", message = err.message }, opts.on_done)
-      end
-      if result and result.status == "proposed" then
-        return review(client, result, opts.on_done)
-      end
-      finish(result, opts.on_done)
-    end, bufnr)
+  execute(client, bufnr, "tritonize.convert", argument, opts.on_done, function(result)
+    if result and result.status == "proposed" then
+      return review(client, result, opts.on_done)
+    end
+    finish(result, opts.on_done)
+  end)
 end
 
 --- Verify the ModelNew in the current buffer against the task named by its `# tritonize-task:` line.
 function M.verify(opts)
   opts = opts or {}
   local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
-  local client = client_for(bufnr)
-  if not client then
-    return notify("the language server is not attached to this buffer", vim.log.levels.ERROR)
+  local client = attached_client(bufnr)
+  if client then
+    execute(client, bufnr, "tritonize.verify", { uri = vim.uri_from_bufnr(bufnr) }, opts.on_done)
   end
-  client:request("workspace/executeCommand", {
-    command = "tritonize.verify",
-    arguments = { { uri = vim.uri_from_bufnr(bufnr) } },
-  }, function(err, result)
-    finish(err and { status = "error", message = err.message } or result, opts.on_done)
-  end, bufnr)
 end
 
 local function echo_progress(args)
