@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from model_server.backends import BackendError, GenerationRequest, create_backend
+from model_server.backends import BackendConfig, BackendError, GenerationRequest, create_backend
 from verifier.pool import VerifierPool
 
 TASKS = Path(__file__).resolve().parent / "tasks"
@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=3)
     args = parser.parse_args()
     paths = [_task_path(t) for t in args.tasks] or sorted(TASKS.glob("*.py"))
-    backend = create_backend("inductor")
+    backend = create_backend(BackendConfig("inductor"))
     with ThreadPoolExecutor(max_workers=4) as captures:
         generated = list(captures.map(lambda path: _generate(backend, path, args.device), paths))
     print(

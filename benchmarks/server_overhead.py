@@ -27,7 +27,7 @@ def main() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-c", "from model_server.cli import main; raise SystemExit(main())", "serve"]
+    command = [sys.executable, "-m", "model_server", "serve"]
     server = subprocess.Popen(
         [*command, "--device", "cpu", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

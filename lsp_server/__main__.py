@@ -1,7 +1,11 @@
 """`python -m lsp_server [--tcp HOST:PORT]`: run the language server (stdio by default)."""
 
+import argparse
 import sys
 
-from lsp_server.server import main
+from lsp_server.cli import add_options
 
-sys.exit(main())
+parser = argparse.ArgumentParser(prog="python -m lsp_server", description="Run the tritonize language server.")
+add_options(parser)
+arguments = parser.parse_args()
+sys.exit(arguments.run(arguments))

@@ -1,7 +1,7 @@
 """The code actions beyond quick fixes: Convert to Triton, Add example inputs, Verify this Triton kernel.
 
 They are offered from the AST alone (no model server round trip), so the menu opens at once; the slow work
-happens in the command the action carries.
+happens in the command the action carries (`commands.py`).
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ import ast
 from collections.abc import Sequence
 
 from lsprotocol import types
-from pygls.workspace.position_codec import PositionCodec
 
-from lsp_server import commands, task_source
+from lsp_server import task_source
+from lsp_server.commands import CONVERT, VERIFY
 from lsp_server.placement import end_of
-from lsp_server.quick_fixes import workspace_edit
+from lsp_server.quick_fixes import document_edit
+from lsp_server.snapshot import Snapshot
 
 CONVERT_KIND = "refactor.rewrite.tritonize"
 INPUTS_KIND = types.CodeActionKind.QuickFix
@@ -22,43 +23,35 @@ VERIFY_KIND = "source.tritonize.verify"
 KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite, types.CodeActionKind.Source]
 
 
-def editor_actions(
-    uri: str,
-    path: str,
-    version: int | None,
-    source: str,
-    tree: ast.Module | None,
-    lines: Sequence[str],
-    codec: PositionCodec,
-    line: int,
-    document_changes: bool,
-) -> list[types.CodeAction]:
+def editor_actions(snapshot: Snapshot, line: int) -> list[types.CodeAction]:
     """Actions for 0-based `line`: convert/add-inputs on PyTorch code, verify on a file defining ModelNew."""
+    tree = snapshot.tree
     if tree is None:
         return []
     actions = []
     names = task_source.defined_names(tree)
     target = task_source.target_at(tree, line + 1)
-    if target is not None and _mentions_torch(tree):
+    if target is not None and task_source.uses_torch(tree):
         title = f"Convert {target.name} to Triton"
+        arguments = [{"uri": snapshot.uri, "line": line}]
         actions.append(
             types.CodeAction(
                 title=title,
                 kind=CONVERT_KIND,
-                command=types.Command(title=title, command=commands.CONVERT, arguments=[{"uri": uri, "line": line}]),
+                command=types.Command(title=title, command=CONVERT, arguments=arguments),
             )
         )
         if "get_inputs" not in names:
-            edits = _inputs_edits(tree, target, lines, codec)
+            edits = _inputs_edits(snapshot, tree, target)
             actions.append(
                 types.CodeAction(
                     title=f"Add example inputs for {target.name} (get_inputs)",
                     kind=INPUTS_KIND,
-                    edit=workspace_edit(uri, version, edits, document_changes),
+                    edit=document_edit(snapshot.uri, snapshot.version, snapshot.client, edits),
                 )
             )
     if "ModelNew" in names:
-        reference = commands.task_reference(source, path)
+        reference = task_source.task_reference(snapshot.source, snapshot.path)
         if reference is not None:
             task_file, name = reference
             title = f"Verify this Triton kernel against {task_file.rsplit('/', 1)[-1]}::{name}"
@@ -66,7 +59,7 @@ def editor_actions(
                 types.CodeAction(
                     title=title,
                     kind=VERIFY_KIND,
-                    command=types.Command(title=title, command=commands.VERIFY, arguments=[{"uri": uri}]),
+                    command=types.Command(title=title, command=VERIFY, arguments=[{"uri": snapshot.uri}]),
                 )
             )
     return actions
@@ -80,14 +73,13 @@ def wanted(action: types.CodeAction, only: Sequence[str] | None) -> bool:
     return any(kind == prefix or kind.startswith(f"{prefix}.") for prefix in only)
 
 
-def _inputs_edits(
-    tree: ast.Module, target: task_source.Target, lines: Sequence[str], codec: PositionCodec
-) -> list[types.TextEdit]:
+def _inputs_edits(snapshot: Snapshot, tree: ast.Module, target: task_source.Target) -> list[types.TextEdit]:
     template = task_source.example_inputs(tree, target)
-    end, newline = end_of(lines, codec)
+    lines = snapshot.lines
+    end, newline = end_of(lines, snapshot.codec)
     separator = "" if not lines else "\n\n" if newline else "\n\n\n"
     edits = [types.TextEdit(range=types.Range(start=end, end=end), new_text=separator + template)]
-    if not task_source.imports_torch(tree):
+    if not task_source.binds_torch(tree):
         at = types.Position(line=_import_line(tree), character=0)
         edits.insert(0, types.TextEdit(range=types.Range(start=at, end=at), new_text="import torch\n"))
     return edits
@@ -104,12 +96,3 @@ def _import_line(tree: ast.Module) -> int:
         elif index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             after = node.end_lineno or node.lineno
     return after
-
-
-def _mentions_torch(tree: ast.Module) -> bool:
-    for node in tree.body:
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "torch" for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
-            return True
-    return False

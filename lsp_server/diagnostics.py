@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
+from lsp_server.snapshot import Snapshot
 from verifier.findings import Finding
+from verifier.rules import docs_url
 
 SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
     "warning": types.DiagnosticSeverity.Warning,
     "info": types.DiagnosticSeverity.Information,
 }
-RULES_URL = "https://github.com/tritonize/tritonize/blob/main/docs/RULES.md"
 SOURCE = "tritonize"
 
 
@@ -26,48 +26,34 @@ def to_range(codec: PositionCodec, lines: Sequence[str], line: int, column: int,
     return codec.range_to_client_units(lines, types.Range(start=start, end=end))
 
 
-def kernel_spans(tree: ast.Module | None) -> list[tuple[str, int, int, int]]:
-    """(name, def line, name column, last line) of each top-level `@jit` function, 1-based."""
-    if tree is None:
-        return []
-    spans = []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and any(_is_jit(d) for d in node.decorator_list):
-            spans.append((node.name, node.lineno, node.col_offset + len("def ") + 1, node.end_lineno or node.lineno))
-    return spans
+def diagnostics(snapshot: Snapshot, findings: list[Finding]) -> list[types.Diagnostic]:
+    """`findings` of the snapshot's document as diagnostics."""
+    return [to_diagnostic(snapshot, finding) for finding in findings]
 
 
-def to_diagnostic(
-    codec: PositionCodec,
-    lines: Sequence[str],
-    finding: Finding,
-    uri: str = "",
-    kernels: Sequence[tuple[str, int, int, int]] = (),
-) -> types.Diagnostic:
+def to_diagnostic(snapshot: Snapshot, finding: Finding) -> types.Diagnostic:
     """The finding as a diagnostic; inside a kernel, related information points at that kernel's `def`."""
+    codec, lines = snapshot.codec, snapshot.lines
     end_line = finding.end_line or finding.line
     end_column = finding.end_column or finding.column + 1
     related = [
         types.DiagnosticRelatedInformation(
-            location=types.Location(uri=uri, range=to_range(codec, lines, line, column, line, column + len(name))),
-            message=f"in kernel `{name}`",
+            location=types.Location(
+                uri=snapshot.uri,
+                range=to_range(codec, lines, k.line, k.name_column, k.line, k.name_column + len(k.name)),
+            ),
+            message=f"in kernel `{k.name}`",
         )
-        for name, line, column, last in kernels
-        if line <= finding.line <= last and finding.line != line
+        for k in snapshot.kernels
+        if k.line <= finding.line <= k.end_line and finding.line != k.line
     ]
     return types.Diagnostic(
         range=to_range(codec, lines, finding.line, finding.column, end_line, end_column),
         message=finding.message,
         severity=SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
         code=finding.rule,
-        code_description=types.CodeDescription(href=f"{RULES_URL}#{finding.rule.lower()}"),
+        code_description=types.CodeDescription(href=docs_url(finding.rule)),
         source=SOURCE,
         data={"fix": finding.fix} if finding.fix else None,
         related_information=related or None,
     )
-
-
-def _is_jit(decorator: ast.expr) -> bool:
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-    return name in ("jit", "autotune", "heuristics")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import os
 import signal
 import subprocess
 import sys
@@ -20,23 +19,24 @@ from urllib.parse import urlsplit
 
 from lsp_server.errors import ModelServerError
 from lsp_server.settings import Settings
+from model_server.api import LOOPBACK_HOSTS
+from verifier.cache import cache_dir
 
 START_TIMEOUT = 180.0
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 class LocalServer:
     """At most one child model server, restarted when the settings it was started with change."""
 
     def __init__(self, log_dir: Path | None = None) -> None:
-        self.log_dir = log_dir or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tritonize"
+        self.log_dir = log_dir or cache_dir()
         self.process: subprocess.Popen | None = None
         self.command: list[str] = []
         self.log_path: Path | None = None
 
     def command_for(self, settings: Settings) -> list[str]:
         url = urlsplit(settings.server_url)
-        if url.hostname not in LOOPBACK:
+        if url.hostname not in LOOPBACK_HOSTS:
             raise ModelServerError(
                 f"the model server at {settings.server_url} is not reachable, and only a loopback URL "
                 "is started automatically; start `tritonize serve` there or fix tritonize.serverUrl"

@@ -1,4 +1,5 @@
-"""The model server's HTTP API (DESIGN §3.5) as the language server uses it: health, verify, streamed convert.
+"""The model server's HTTP API as the language server uses it: health, verify, streamed convert (the contract
+is `model_server/api.py`; docs/ARCHITECTURE.md, "The HTTP API").
 
 Every failure becomes one `ModelServerError` whose message a user can act on (unreachable, refused, bad
 token, busy); closing the convert stream early is how a cancelled conversion stops on the server too.

@@ -12,15 +12,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.uris import from_fs_path, to_fs_path
+from pygls.uris import from_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
-from lsp_server.quick_fixes import edit_capabilities, supports_document_changes
-from lsp_server.quick_fixes import workspace_edit as workspace_edit_for
-from lsp_server.task_source import Target
+from lsp_server.quick_fixes import document_edit
+from lsp_server.snapshot import ClientFeatures, Snapshot
+from lsp_server.task_source import TASK_MARKER, Target
 
 ANNOTATION = "tritonize.convert"
-TASK_MARKER = "# tritonize-task:"
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A verified kernel, and the comment block that carries its report (`report_comment`)."""
+
+    source: str
+    header: str
+
+    @property
+    def summary(self) -> str:
+        """The comment's verdict line, for messages and the edit's label."""
+        return self.header.splitlines()[1].lstrip("# ").strip()
 
 
 @dataclass
@@ -60,23 +72,15 @@ def report_comment(target: Target, task_file: str, report: dict, backend: str) -
     )
 
 
-def propose(
-    uri: str,
-    version: int | None,
-    lines: Sequence[str],
-    codec: PositionCodec,
-    target: Target,
-    header: str,
-    kernel: str,
-    placement: str,
-    summary: str,
-) -> Proposal:
-    """The proposal for `placement`: the report comment, then the kernel (and, on replace, the old name)."""
+def propose(snapshot: Snapshot, target: Target, converted: Converted, placement: str) -> Proposal:
+    """The proposal for `placement` in the snapshot's document (or beside it): the report comment, then the
+    kernel (and, on replace, the old name bound to it)."""
+    header, summary, lines = converted.header, converted.summary, snapshot.lines
     if placement == "replace":  # the original is gone, so there is nothing left to verify against
         header = "".join(line for line in header.splitlines(keepends=True) if not line.startswith(TASK_MARKER))
-    kernel = header + kernel.rstrip("\n") + "\n"
+    kernel = header + converted.source.rstrip("\n") + "\n"
     if placement == "new_file":
-        path = _free_sibling(Path(_fs_path(uri)))
+        path = _free_sibling(Path(_fs_path(snapshot)))
         return Proposal(
             uri=from_fs_path(str(path)) or path.as_uri(),
             text=kernel,
@@ -87,14 +91,16 @@ def propose(
             path=str(path),
         )
     at_end = target.end_line >= len(lines)
-    end, newline = end_of(lines, codec) if at_end else (types.Position(line=target.end_line, character=0), True)
+    end, newline = (
+        end_of(lines, snapshot.codec) if at_end else (types.Position(line=target.end_line, character=0), True)
+    )
     if placement == "replace":
         start = types.Position(line=target.line - 1, character=0)
         old = "".join(lines[target.line - 1 : target.end_line])
         text = kernel + _alias(target) + ("" if newline else "\n")
-        return Proposal(uri, text, old, types.Range(start=start, end=end), version, summary)
+        return Proposal(snapshot.uri, text, old, types.Range(start=start, end=end), snapshot.version, summary)
     text = ("\n\n" if newline else "\n\n\n") + kernel
-    return Proposal(uri, text, "", types.Range(start=end, end=end), version, summary)
+    return Proposal(snapshot.uri, text, "", types.Range(start=end, end=end), snapshot.version, summary)
 
 
 def end_of(lines: Sequence[str], codec: PositionCodec) -> tuple[types.Position, bool]:
@@ -108,24 +114,20 @@ def end_of(lines: Sequence[str], codec: PositionCodec) -> tuple[types.Position, 
     return codec.position_to_client_units(lines, position), False
 
 
-def workspace_edit(proposal: Proposal, capabilities: types.ClientCapabilities) -> types.WorkspaceEdit | None:
+def workspace_edit(proposal: Proposal, client: ClientFeatures) -> types.WorkspaceEdit | None:
     """The edit this client can apply, or None for a new file it cannot create (the server writes it)."""
-    edit_caps = edit_capabilities(capabilities)
-    document_changes = supports_document_changes(capabilities)
-    annotated = document_changes and bool(edit_caps.change_annotation_support)
-    can_create = document_changes and types.ResourceOperationKind.Create in (edit_caps.resource_operations or [])
-    annotation = ANNOTATION if annotated else None
+    annotation = ANNOTATION if client.change_annotations else None
     annotations = (
         {
             ANNOTATION: types.ChangeAnnotation(
                 label="Triton kernel from tritonize", needs_confirmation=True, description=proposal.summary
             )
         }
-        if annotated
+        if annotation
         else None
     )
     if proposal.new_file:
-        if not can_create:
+        if not client.create_files:
             return None
         origin = types.Position(line=0, character=0)
         create = types.CreateFile(
@@ -136,7 +138,7 @@ def workspace_edit(proposal: Proposal, capabilities: types.ClientCapabilities) -
         changes = [create, types.TextDocumentEdit(text_document=document, edits=[edit])]
         return types.WorkspaceEdit(document_changes=changes, change_annotations=annotations)
     edit = _text_edit(proposal.range, proposal.text, annotation)
-    result = workspace_edit_for(proposal.uri, proposal.version, [edit], document_changes)
+    result = document_edit(proposal.uri, proposal.version, client, [edit])
     result.change_annotations = annotations
     return result
 
@@ -166,11 +168,12 @@ def _free_sibling(path: Path) -> Path:
     return candidate
 
 
-def _fs_path(uri: str) -> str:
-    path = to_fs_path(uri)
-    if not path:
-        raise ValueError(f"{uri} is not a file on disk; save it first or choose placement 'below' or 'replace'")
-    return path
+def _fs_path(snapshot: Snapshot) -> str:
+    if not snapshot.path:
+        raise ValueError(
+            f"{snapshot.uri} is not a file on disk; save it first or choose placement 'below' or 'replace'"
+        )
+    return snapshot.path
 
 
 def _times(value: float | None) -> str:

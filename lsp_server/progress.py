@@ -1,7 +1,7 @@
 """Cancellable work-done progress: the client's cancel button (and `$/cancelRequest`) cancels the command's task.
 
-pygls only cancels a future it keeps per token (DESIGN §4), so each command registers a uuid token and ties
-that future to its own asyncio task. Without client support for progress, reports are dropped quietly.
+pygls only cancels a future it keeps per token, so each command registers a uuid token and ties that future
+to its own asyncio task. Without client support for progress, reports are dropped quietly.
 """
 
 from __future__ import annotations
@@ -9,23 +9,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 from lsprotocol import types
-from pygls.lsp.server import LanguageServer
 
-Report = Callable[[str, int | None], None]
+from lsp_server.session import Report, Session
 
 
 @contextlib.asynccontextmanager
-async def work_done(ls: LanguageServer, title: str) -> AsyncIterator[Report]:
+async def work_done(session: Session, title: str) -> AsyncIterator[Report]:
     """Begin a progress bar titled `title`; yields `report(message, percentage)`; ends it however work ends."""
-    window = ls.client_capabilities.window
-    if not (window and window.work_done_progress):
+    if not session.client.work_done_progress:
         yield lambda message, percentage=None: None
         return
     token = str(uuid.uuid4())
-    progress = ls.work_done_progress
+    progress = session.server.work_done_progress
     await progress.create_async(token)
     task = asyncio.current_task()
     progress.tokens[token].add_done_callback(lambda future: future.cancelled() and task.cancel())

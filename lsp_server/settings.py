@@ -1,46 +1,102 @@
-"""The `tritonize` settings section (workspace/configuration), checked field by field.
+"""The `tritonize` settings section (workspace/configuration or initializationOptions), typed and parsed here.
 
-A wrong value never stops the server: it falls back to the default and the problem is reported once, naming
-the setting, so a typo in an editor's config is visible instead of silently ignored.
+Each field of `Settings` says how the editor spells it and how its value is checked. A wrong value never
+stops the server: it falls back to the default and the problem is reported once, naming the setting as the
+user spelled it, so a typo in an editor's config is visible instead of silently ignored.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from model_server.api import DEFAULT_URL
 from verifier.audit.config import TARGET_PATTERN
+from verifier.device import DEVICES
 
 PLACEMENTS = ("new_file", "below", "replace")
-DEVICES = ("auto", "cuda", "cpu")
+AUDIT_KEYS = ("ignore", "select")
+
+
+class _Bad(ValueError):
+    """The value does not fit; the message says what was expected."""
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Bad("expected true or false")
+    return value
+
+
+def _count(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 64:
+        raise _Bad("expected a whole number from 1 to 64")
+    return value
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise _Bad("expected a non-empty string")
+    return value
+
+
+def _optional_text(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise _Bad("expected a string")
+    return value
+
+
+def _url(value: Any) -> str:
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise _Bad("expected an http:// or https:// URL")
+    return value.rstrip("/")
+
+
+def _target(value: Any) -> str | None:
+    if value is not None and not (isinstance(value, str) and TARGET_PATTERN.match(value)):
+        raise _Bad("expected a CUDA architecture such as sm_90")
+    return value
+
+
+def _rule_prefixes(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _Bad('expected a list of rule prefixes such as ["TRI2"]')
+    return tuple(value)
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in choices:
+            raise _Bad(f"expected one of {', '.join(choices)}")
+        return value
+
+    return check
+
+
+def _setting(default: Any, key: str, check: Callable[[Any], Any], secret: bool = False) -> Any:
+    """A settings field: its default, the key editors use (`audit.select` for nested ones) and its check."""
+    return field(default=default, repr=not secret, metadata={"key": key, "check": check})
 
 
 @dataclass(frozen=True)
 class Settings:
     """What the editor configured; defaults work offline with the built-in inductor backend."""
 
-    server_url: str = "http://127.0.0.1:8765"
-    auto_start: bool = True
-    backend: str = "inductor"
-    model: str | None = None
-    samples: int = 4
-    rounds: int = 2
-    trials: int = 5
-    device: str = "auto"
-    target: str | None = None
-    placement: str = "new_file"
-    compile_on_save: bool = True
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    token: str | None = field(default=None, repr=False)
-
-
-_ALIASES = {
-    "serverUrl": "server_url",
-    "autoStart": "auto_start",
-    "compileOnSave": "compile_on_save",
-}
-_SPELLING = {internal: camel for camel, internal in _ALIASES.items()}
+    server_url: str = _setting(DEFAULT_URL, "serverUrl", _url)
+    auto_start: bool = _setting(True, "autoStart", _boolean)
+    backend: str = _setting("inductor", "backend", _name)
+    model: str | None = _setting(None, "model", _optional_text)
+    samples: int = _setting(4, "samples", _count)
+    rounds: int = _setting(2, "rounds", _count)
+    trials: int = _setting(5, "trials", _count)
+    device: str = _setting("auto", "device", _one_of(DEVICES))
+    target: str | None = _setting(None, "target", _target)
+    placement: str = _setting("new_file", "placement", _one_of(PLACEMENTS))
+    compile_on_save: bool = _setting(True, "compileOnSave", _boolean)
+    select: tuple[str, ...] = _setting((), "audit.select", _rule_prefixes)
+    ignore: tuple[str, ...] = _setting((), "audit.ignore", _rule_prefixes)
+    token: str | None = _setting(None, "token", _optional_text, secret=True)
 
 
 def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
@@ -49,53 +105,37 @@ def parse_settings(raw: Any) -> tuple[Settings, list[str]]:
         return Settings(), []
     if not isinstance(raw, dict):
         return Settings(), [f"tritonize settings must be an object, got {type(raw).__name__}"]
-    flat = {_ALIASES.get(key, key): value for key, value in raw.items() if key != "audit"}
-    spelled = {_ALIASES.get(key, key): key for key in raw} | {"select": "audit.select", "ignore": "audit.ignore"}
-    audit = raw.get("audit")
-    problems = []
-    if isinstance(audit, dict):
-        flat.update({key: value for key, value in audit.items() if key in ("select", "ignore")})
-        problems += [
-            f"tritonize.audit.{key} is not a setting (known: ignore, select)"
-            for key in audit
-            if key not in ("select", "ignore")
-        ]
-    elif audit is not None:
-        return Settings(), ["tritonize.audit must be an object with `select` and `ignore` lists"]
-    known = {f.name: f for f in fields(Settings)}
+    spelled, problems = _flatten(raw)
+    by_key = {f.metadata["key"]: f for f in fields(Settings)} | {f.name: f for f in fields(Settings)}
     values: dict[str, Any] = {}
-    for key, value in flat.items():
-        if key not in known:
-            names = sorted({_SPELLING.get(name, name) for name in known} - {"select", "ignore"} | {"audit"})
-            problems.append(f"tritonize.{key} is not a setting (known: {', '.join(names)})")
+    for key, value in spelled.items():
+        setting = by_key.get(key)
+        if setting is None:
+            problems.append(f"tritonize.{key} is not a setting (known: {', '.join(_top_level_keys())})")
             continue
-        checked, problem = _check(key, value)
-        if problem:
-            problems.append(f"tritonize.{spelled.get(key, key)}: {problem}; using {getattr(Settings(), key)!r}")
-        else:
-            values[key] = checked
+        try:
+            values[setting.name] = setting.metadata["check"](value)
+        except _Bad as exc:
+            problems.append(f"tritonize.{key}: {exc}; using {setting.default!r}")
     return Settings(**values), problems
 
 
-def _check(key: str, value: Any) -> tuple[Any, str | None]:
-    if key in ("auto_start", "compile_on_save"):
-        return (value, None) if isinstance(value, bool) else (None, "expected true or false")
-    if key in ("samples", "rounds", "trials"):
-        ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 64
-        return (value, None) if ok else (None, "expected a whole number from 1 to 64")
-    if key in ("select", "ignore"):
-        ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
-        return (tuple(value), None) if ok else (None, 'expected a list of rule prefixes such as ["TRI2"]')
-    if key == "placement":
-        return (value, None) if value in PLACEMENTS else (None, f"expected one of {', '.join(PLACEMENTS)}")
-    if key == "device":
-        return (value, None) if value in DEVICES else (None, f"expected one of {', '.join(DEVICES)}")
-    if key == "target":
-        ok = value is None or (isinstance(value, str) and TARGET_PATTERN.match(value) is not None)
-        return (value, None) if ok else (None, "expected a CUDA architecture such as sm_90")
-    if key == "server_url":
-        ok = isinstance(value, str) and value.startswith(("http://", "https://"))
-        return (value.rstrip("/"), None) if ok else (None, "expected an http:// or https:// URL")
-    if key in ("model", "token"):
-        return (value, None) if value is None or isinstance(value, str) else (None, "expected a string")
-    return (value, None) if isinstance(value, str) and value else (None, "expected a non-empty string")
+def _flatten(raw: dict) -> tuple[dict[str, Any], list[str]]:
+    """Top-level keys as given, and the `audit` object's keys as `audit.select` / `audit.ignore`."""
+    spelled = {key: value for key, value in raw.items() if key != "audit"}
+    audit = raw.get("audit")
+    if audit is None:
+        return spelled, []
+    if not isinstance(audit, dict):
+        return spelled, ["tritonize.audit must be an object with `select` and `ignore` lists"]
+    problems = [
+        f"tritonize.audit.{key} is not a setting (known: {', '.join(AUDIT_KEYS)})"
+        for key in audit
+        if key not in AUDIT_KEYS
+    ]
+    spelled |= {f"audit.{key}": value for key, value in audit.items() if key in AUDIT_KEYS}
+    return spelled, problems
+
+
+def _top_level_keys() -> list[str]:
+    return sorted({f.metadata["key"] for f in fields(Settings) if "." not in f.metadata["key"]} | {"audit"})

@@ -1,4 +1,5 @@
-"""From an editor buffer to a KernelBench task (DESIGN §3.1): find what is under the cursor, wrap it, add inputs.
+"""From an editor buffer to a KernelBench task (docs/ARCHITECTURE.md, "Tasks and candidates"): find what is
+under the cursor, wrap it, add inputs; and, for a converted kernel, find the task it was converted from.
 
 Only the AST is read; nothing in the buffer is imported or run here (the model server runs it, sandboxed).
 """
@@ -8,8 +9,10 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 WRAPPER_CLASS = "Model"
+TASK_MARKER = "# tritonize-task:"
 
 
 class TaskSourceError(ValueError):
@@ -112,11 +115,42 @@ def example_inputs(tree: ast.Module, target: Target) -> str:
     return "\n\n".join(blocks)
 
 
-def imports_torch(tree: ast.Module) -> bool:
-    return any(
-        isinstance(node, ast.Import) and any(alias.name == "torch" and alias.asname is None for alias in node.names)
-        for node in tree.body
-    )
+def task_reference(source: str, path: str) -> tuple[str, str] | None:
+    """(task file, definition) from a `# tritonize-task: file.py::Name` line, else `x_triton.py` -> `x.py::Model`."""
+    for line in source.splitlines()[:40]:
+        if line.startswith(TASK_MARKER):
+            file, _, name = line[len(TASK_MARKER) :].strip().partition("::")
+            return str(Path(path).parent / file), name or WRAPPER_CLASS
+    stem = Path(path).stem
+    if "_triton" in stem:
+        sibling = Path(path).with_name(stem[: stem.rindex("_triton")] + ".py")
+        if sibling.is_file():
+            return str(sibling), WRAPPER_CLASS
+    return None
+
+
+def top_level_imports(tree: ast.Module) -> dict[str, str]:
+    """Each name a top-level import binds, and the module or object it names (`F` -> `torch.nn.functional`)."""
+    bound = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                root = alias.name.split(".")[0]
+                bound[alias.asname or root] = alias.name if alias.asname else root
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return bound
+
+
+def uses_torch(tree: ast.Module) -> bool:
+    """The module imports torch (or something from it) at top level: it is PyTorch code worth converting."""
+    return any(target.split(".")[0] == "torch" for target in top_level_imports(tree).values())
+
+
+def binds_torch(tree: ast.Module) -> bool:
+    """`torch` names the torch module here, so generated code can say `torch.randn`."""
+    return top_level_imports(tree).get("torch") == "torch"
 
 
 _TASK_HOOKS = {"get_inputs", "get_init_inputs"}

@@ -1,6 +1,7 @@
-"""The model server's HTTP API (DESIGN §3.5): health, models, verify, and the streamed conversion loop.
+"""The model server's HTTP API: health, models, verify, and the streamed conversion loop (the contract, with
+its events, is `api.py`; docs/ARCHITECTURE.md, "The HTTP API").
 
-Everything slow (verification, Inductor, model sampling) runs in worker threads; the event loop only moves
+Everything slow (verification, Inductor, model sampling) runs in threads; the event loop only moves
 events. A conversion streams Server-Sent Events and stops as soon as the client disconnects. Bodies over the
 configured size get 413, schema errors 422 naming the field, an unknown backend or model 404 listing what
 exists, and conversions beyond the configured concurrency wait in a bounded queue, then get 429.
@@ -15,17 +16,18 @@ import threading
 import time
 import uuid
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
-from model_server.backends import BACKENDS, Backend, BackendError, create_backend
+from model_server import api
+from model_server.backends import BACKENDS, Backend, BackendConfig, BackendError, create_backend
 from model_server.loop import ConvertError, ConvertOptions, convert
+from verifier.errors import TaskError, UsageError
 from verifier.pool import VerifierPool
-from verifier.verification import TaskError, UsageError
 
 MAX_SOURCE = 512 * 1024
 
@@ -34,13 +36,7 @@ MAX_SOURCE = 512 * 1024
 class ServerConfig:
     """What the server runs with; `tritonize serve` fills it from flags."""
 
-    backend: str = "inductor"
-    model: str | None = None
-    profile: str = "autotriton"
-    base_url: str | None = None
-    api_key: str | None = None
-    tensor_parallel_size: int = 1
-    device: str = "auto"
+    backend: BackendConfig = field(default_factory=BackendConfig)
     workers: int = 2
     token: str | None = None
     max_body_bytes: int = 1024 * 1024
@@ -166,22 +162,14 @@ def create_app(config: ServerConfig) -> FastAPI:
 class _State:
     def __init__(self, config: ServerConfig):
         self.config = config
-        self.backend: Backend = create_backend(
-            config.backend,
-            config.model,
-            config.profile,
-            config.device,
-            config.base_url,
-            config.api_key,
-            config.tensor_parallel_size,
-        )
+        self.backend: Backend = create_backend(config.backend)
         self.pool: VerifierPool | None = None
         self.running = threading.BoundedSemaphore(config.max_conversions)
         self.waiting = 0
         self.lock = threading.Lock()
 
     def start(self) -> None:
-        self.pool = VerifierPool(size=self.config.workers, device=self.config.device)
+        self.pool = VerifierPool(size=self.config.workers, device=self.config.backend.device)
 
     def stop(self) -> None:
         if self.pool is not None:
@@ -252,13 +240,13 @@ async def _convert_events(state: _State, backend: Backend, body: ConvertBody, re
     loop = asyncio.get_running_loop()
     cancel = threading.Event()
 
-    def emit(event: dict) -> None:
+    def emit(event: api.Event) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, event)
 
     def work() -> None:
         try:
             if not state.running.acquire(blocking=False):
-                emit({"event": "queued", "message": "waiting for a running conversion to finish"})
+                emit(api.queued())
                 state.running.acquire()
             try:
                 if cancel.is_set():
@@ -266,30 +254,24 @@ async def _convert_events(state: _State, backend: Backend, body: ConvertBody, re
                 with tempfile.TemporaryDirectory(prefix="tritonize-convert-") as scratch:
                     task = Path(scratch, f"{body.task_name}.py")
                     task.write_text(body.task)
-                    options = ConvertOptions(
-                        samples=body.samples,
-                        rounds=body.rounds,
-                        target_speedup=body.target_speedup,
-                        deadline=body.deadline,
-                        trials=body.trials,
-                    )
+                    options = ConvertOptions.of(body)
                     try:
                         convert(task, backend, state.pool, options, emit, cancelled=cancel.is_set)
                     except (TaskError, UsageError) as exc:
                         message = str(exc).replace(f"{scratch}/", "")
-                        emit({"event": "error", "message": f"the task does not load: {message}"})
+                        emit(api.error(f"the task does not load: {message}"))
             finally:
                 state.running.release()
         except (ConvertError, BackendError, ValueError) as exc:
-            emit({"event": "error", "message": str(exc)})
+            emit(api.error(str(exc)))
         except Exception as exc:  # the stream must end with an event, never a dropped connection
-            emit({"event": "error", "message": f"internal error: {type(exc).__name__}: {exc}"})
+            emit(api.error(f"internal error: {type(exc).__name__}: {exc}"))
         finally:
             state.release()
             loop.call_soon_threadsafe(queue.put_nowait, None)
 
     state.enter()
-    queue.put_nowait({"event": "accepted", "backend": backend.name, "device": state.pool.device})
+    queue.put_nowait(api.accepted(backend.name, state.pool.device))
     loop.run_in_executor(None, work)
     try:
         while True:
@@ -304,7 +286,7 @@ async def _convert_events(state: _State, backend: Backend, body: ConvertBody, re
                 break
             yield f"event: {event['event']}\ndata: {json.dumps(event)}\n\n"
     finally:
-        cancel.set()  # the worker kills its verification in flight and winds down
+        cancel.set()  # the thread kills its verification in flight and winds down
 
 
 class _BodyLimit:

@@ -1,7 +1,7 @@
 """The conversion loop: generate candidates, verify each, feed failures back, keep the fastest correct one.
 
-Every step is reported through `emit` as a small dict (the same events `POST /v1/convert` streams), so the
-command line and the server show the same progress. The loop stops early once the target speedup is reached,
+Every step is reported through `emit` as one of the events of `api.py` (the ones `POST /v1/convert` streams),
+so the command line and the server show the same progress. The loop stops early once the target speedup is reached,
 when the deadline passes, or as soon as `cancelled()` says the caller went away.
 """
 
@@ -11,15 +11,17 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from model_server import api
 from model_server.backends.base import Backend, BackendError, GenerationRequest
-from verifier.pool import Cancelled, VerifierPool
+from verifier.errors import Cancelled
+from verifier.pool import VerifierPool
 from verifier.report import Report
 from verifier.verification import check_task_file
 
-Emit = Callable[[dict], None]
+Emit = Callable[[api.Event], None]
 
 
 class ConvertError(Exception):
@@ -42,6 +44,11 @@ class ConvertOptions:
             raise ValueError(f"samples and rounds must be at least 1, got {self.samples} and {self.rounds}")
         if self.deadline is not None and self.deadline <= 0:
             raise ValueError(f"deadline must be positive seconds, got {self.deadline}")
+
+    @classmethod
+    def of(cls, source: object) -> ConvertOptions:
+        """The options `source` (parsed arguments, a request body) has attributes for; the rest keep defaults."""
+        return cls(**{f.name: getattr(source, f.name) for f in fields(cls) if hasattr(source, f.name)})
 
 
 @dataclass
@@ -90,17 +97,17 @@ def convert(
             if reason:
                 outcome.stopped = reason
                 break
-            emit({"event": "round", "round": round_number, "samples": options.samples})
+            emit(api.round_started(round_number, options.samples))
             request = GenerationRequest(task, options.samples, pool.device, round_number, feedback)
             try:
                 sources = backend.generate(request)[: options.samples]
             except BackendError as exc:
                 if not outcome.attempts:
                     raise ConvertError(str(exc)) from exc
-                emit({"event": "error", "round": round_number, "message": str(exc)})
+                emit(api.error(str(exc), round_number))
                 break
             if not sources:
-                emit({"event": "note", "round": round_number, "message": f"{backend.name} has nothing new to try"})
+                emit(api.note(round_number, f"{backend.name} has nothing new to try"))
                 break
 
             def stop() -> bool:
@@ -184,30 +191,25 @@ def _fastest(correct: list[Attempt]) -> Attempt | None:
     return min(correct, key=lambda a: (a.candidate_ms is None, a.candidate_ms or 0.0, a.round, a.index))
 
 
-def _candidate_event(attempt: Attempt, of: int) -> dict:
+def _candidate_event(attempt: Attempt, of: int) -> api.Candidate:
     report = attempt.report
-    timing = report.timing or {}
-    return {
-        "event": "candidate",
-        "round": attempt.round,
-        "index": attempt.index,
-        "of": of,
-        "verdict": report.verdict,
-        "reward": report.reward,
-        "max_abs_error": report.max_abs_error,
-        "candidate_ms": timing.get("candidate_ms"),
-        "speedup_vs_eager": timing.get("speedup_vs_eager"),
-        "speedup_vs_compile": timing.get("speedup_vs_compile"),
-        "message": report.message,
-    }
+    return api.candidate(
+        attempt.round,
+        attempt.index,
+        of,
+        report.verdict,
+        report.reward,
+        report.max_abs_error,
+        report.timing or {},
+        report.message,
+    )
 
 
-def _done_event(outcome: Outcome) -> dict:
+def _done_event(outcome: Outcome) -> api.Done:
     best = outcome.best
-    return {
-        "event": "done",
-        "stopped": outcome.stopped,
-        "candidates": len(outcome.attempts),
-        "best": None if best is None else {"round": best.round, "index": best.index, "source": best.source},
-        "report": None if best is None else best.report.to_dict(),
-    }
+    return api.done(
+        outcome.stopped,
+        len(outcome.attempts),
+        None if best is None else {"round": best.round, "index": best.index, "source": best.source},
+        None if best is None else best.report.to_dict(),
+    )

@@ -1,4 +1,4 @@
-"""Every prompt the model sees, for serving, training and evaluation alike (DESIGN §3.6).
+"""Every prompt the model sees, for serving, training and evaluation alike (docs/ARCHITECTURE.md, "The HTTP API").
 
 A model is trained on exactly these texts and served with exactly these texts: a mismatch silently ruins it, so
 nothing else in the project builds a prompt. Profiles:

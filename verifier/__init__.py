@@ -8,13 +8,15 @@ from __future__ import annotations
 import importlib
 
 _PUBLIC = {
+    "Cancelled": "verifier.errors",
     "Finding": "verifier.findings",
-    "VerifyOptions": "verifier.options",
-    "VerifierPool": "verifier.pool",
     "Report": "verifier.report",
-    "TaskError": "verifier.verification",
-    "UsageError": "verifier.verification",
-    "verify": "verifier.verification",
+    "SandboxStartError": "verifier.errors",
+    "TaskError": "verifier.errors",
+    "UsageError": "verifier.errors",
+    "VerifierPool": "verifier.pool",
+    "VerifyOptions": "verifier.options",
+    "verify": "verifier.pool",
 }
 
 __all__ = sorted(_PUBLIC)

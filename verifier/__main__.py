@@ -1,3 +1,5 @@
+"""`python -m verifier ...`: the `tritonize` command."""
+
 import sys
 
 from verifier.cli import main

@@ -1,15 +1,34 @@
-"""`tritonize` command line: `tritonize verify TASK CANDIDATE` and `tritonize audit PATH...`."""
+"""The `tritonize` command: one parser assembled from each installed package's `add_parser(subparsers)`.
+
+The packages are listed in pyproject.toml under `[project.entry-points."tritonize.commands"]` (verifier:
+`verify`, `audit`; model_server: `convert`, `serve`; lsp_server: `lsp`), so this module imports nothing above
+the verifier; their commands are listed in that order. Where the project is not installed (a bare GPU box
+running from a checkout) only the verifier's own commands exist, and those of the package run with
+`python -m`. `python -m verifier` and `python -m model_server` are the same command.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+from verifier.device import DEVICES
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+ENTRY_POINTS = "tritonize.commands"
+ORDER = ("verifier", "model_server", "lsp_server")  # entry point names, down the stack first
+
+AddParser = Callable[[argparse._SubParsersAction], None]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: list[str] | None = None, package: AddParser | None = None) -> int:
+    """Run `tritonize`; `package` is the `add_parser` of a package run as `python -m package`."""
+    parts = installed_parts()
+    if package is not None and package not in parts:
+        parts.append(package)
+    parser = build_parser(parts)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
@@ -17,13 +36,32 @@ def main(argv: list[str] | None = None) -> int:
     return args.run(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `tritonize` parser with the verifier's commands; `model_server.cli` adds its own to it."""
+def build_parser(parts: list[AddParser]) -> argparse.ArgumentParser:
+    """`tritonize` with the commands of `parts`, in that order."""
     parser = argparse.ArgumentParser(
-        prog="tritonize", description="Prove Triton kernels equal to their PyTorch tasks, and measure them."
+        prog="tritonize",
+        description="Convert PyTorch to Triton kernels that are proven equivalent and measured; audit Triton code.",
     )
-    commands = parser.add_subparsers(dest="command")
-    verify = commands.add_parser(
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add_parser in parts:
+        add_parser(subparsers)
+    return parser
+
+
+def installed_parts() -> list[AddParser]:
+    """Each package's `add_parser`, from the entry points; the verifier's alone when none are installed."""
+    found = sorted(entry_points(group=ENTRY_POINTS), key=lambda e: ORDER.index(e.name) if e.name in ORDER else 99)
+    return [entry.load() for entry in found] or [add_parser]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """The verifier's commands: `verify` and `audit`."""
+    _add_verify(subparsers)
+    _add_audit(subparsers)
+
+
+def _add_verify(subparsers: argparse._SubParsersAction) -> None:
+    verify = subparsers.add_parser(
         "verify",
         help="check a Triton candidate against a PyTorch task",
         description="Run TASK (a KernelBench-style module: Model, get_inputs, get_init_inputs) and CANDIDATE "
@@ -34,10 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("task", help="task file defining Model, get_inputs() and get_init_inputs()")
     verify.add_argument("candidate", help="candidate file defining ModelNew")
     verify.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
-    verify.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto", help="default: auto")
+    add_device_option(verify)
     verify.add_argument("--trials", type=positive_int, default=5, help="random input sets (default: 5)")
     verify.add_argument("--seed", type=int, help="make the input seeds reproducible (default: unpredictable)")
-    verify.add_argument("--timeout", type=_positive_float, default=60.0, help="seconds per run (default: 60)")
+    verify.add_argument("--timeout", type=positive_float, default=60.0, help="seconds per run (default: 60)")
     verify.add_argument(
         "--memory-limit", type=_size, help="resident memory per run, e.g. 4G or 512M (default: 1/4 of RAM)"
     )
@@ -50,12 +88,38 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-isolation", action="store_true", help="run without namespaces (debugging only; unsafe for untrusted code)"
     )
     verify.set_defaults(run=_run_verify)
-    _add_audit(commands)
-    return parser
 
 
-def _add_audit(commands: argparse._SubParsersAction) -> None:
-    audit = commands.add_parser(
+def _run_verify(args: argparse.Namespace) -> int:
+    from verifier.errors import SandboxStartError, TaskError, UsageError
+    from verifier.pool import verify
+
+    try:
+        report = verify(
+            args.task,
+            args.candidate,
+            device=args.device,
+            isolate=not args.no_isolation,
+            trials=args.trials,
+            seed=args.seed,
+            timeout=args.timeout,
+            memory_limit=args.memory_limit,
+            atol=args.atol,
+            rtol=args.rtol,
+            timing=not args.no_timing,
+            timing_trials=args.timing_trials,
+            compile_baseline=not args.no_compile_baseline,
+        )
+    except (TaskError, UsageError, ValueError, SandboxStartError) as exc:
+        return usage_error("verify", str(exc))
+    for warning in report.warnings:
+        print(f"tritonize verify: warning: {warning}", file=sys.stderr)
+    print(report.to_json() if args.json else report.summary())
+    return EXIT_PASS if report.passed else EXIT_FAIL
+
+
+def _add_audit(subparsers: argparse._SubParsersAction) -> None:
+    audit = subparsers.add_parser(
         "audit",
         help="report problems in Triton source (static rules and compile checks)",
         description="Audit Triton kernels without running them: language errors, memory safety, numerics, "
@@ -74,7 +138,7 @@ def _add_audit(commands: argparse._SubParsersAction) -> None:
     audit.add_argument(
         "--compile", action=argparse.BooleanOptionalAction, default=None, help="run compile checks (default: on)"
     )
-    audit.add_argument("--compile-timeout", type=_positive_float, help="seconds per file for compile checks (120)")
+    audit.add_argument("--compile-timeout", type=positive_float, help="seconds per file for compile checks (120)")
     audit.set_defaults(run=_run_audit)
 
 
@@ -100,33 +164,14 @@ def _codes(text: str) -> tuple[str, ...]:
     return codes
 
 
-def _run_verify(args: argparse.Namespace) -> int:
-    from verifier.pool import WorkerStartError
-    from verifier.verification import TaskError, UsageError, verify
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", choices=DEVICES, default="auto", help="default: auto")
 
-    try:
-        report = verify(
-            args.task,
-            args.candidate,
-            device=args.device,
-            isolate=not args.no_isolation,
-            trials=args.trials,
-            seed=args.seed,
-            timeout=args.timeout,
-            memory_limit=args.memory_limit,
-            atol=args.atol,
-            rtol=args.rtol,
-            timing=not args.no_timing,
-            timing_trials=args.timing_trials,
-            compile_baseline=not args.no_compile_baseline,
-        )
-    except (TaskError, UsageError, ValueError, WorkerStartError) as exc:
-        print(f"tritonize verify: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    for warning in report.warnings:
-        print(f"tritonize verify: warning: {warning}", file=sys.stderr)
-    print(report.to_json() if args.json else report.summary())
-    return EXIT_PASS if report.passed else EXIT_FAIL
+
+def usage_error(command: str, message: str) -> int:
+    """One stderr line naming the command and what is wrong; the exit code for bad usage."""
+    print(f"tritonize {command}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def positive_int(text: str) -> int:
@@ -136,7 +181,7 @@ def positive_int(text: str) -> int:
     return value
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
     value = float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {value}")

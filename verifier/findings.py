@@ -1,20 +1,8 @@
-"""The one record every rule produces, shared by the verifier's hack checks and the audit."""
+"""The one record every rule produces, shared by the verifier's anti-hacking checks and the audit."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-SEVERITIES = ("error", "warning", "info")
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A stable rule id with its short name, default severity and one-line summary."""
-
-    id: str
-    name: str
-    severity: str
-    summary: str
 
 
 @dataclass(frozen=True)
@@ -31,5 +19,5 @@ class Finding:
     fix: dict | None = field(default=None, compare=False)
 
     def as_violation(self) -> dict:
-        """The `{rule, severity, message, line}` shape of a verification report (DESIGN §3.3)."""
+        """The `{rule, severity, message, line}` shape of a verification report (docs/ARCHITECTURE.md, "The report")."""
         return {"rule": self.rule, "severity": self.severity, "message": self.message, "line": self.line}

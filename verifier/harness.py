@@ -1,10 +1,11 @@
 """What runs inside a sandboxed child: load a task or candidate from its file, run it, write the results.
 
 Nothing here judges correctness: the child writes its outputs (`outputs.pt`, loaded by the parent with
-`weights_only=True`) and a `result.json`, and the trusted parent compares them against the reference,
-which ran in a different process. The child does record what only it can see: how many Triton kernels
-launched and on which streams, threads started, inputs changed, outputs that are not plain tensors or that
-alias an earlier call's output, and timers or hooks that were replaced.
+`weights_only=True`) and a result (typed in `messages.py`), and the trusted parent compares them against the
+reference, which ran in a different process. The child does record what only it can see, as the runtime
+rules TRI351-TRI357 of `rules.py`: how many Triton kernels launched and on which streams, threads started,
+inputs changed, outputs that are not plain tensors or that alias an earlier call's output, and timers or
+hooks that were replaced.
 """
 
 from __future__ import annotations
@@ -23,11 +24,20 @@ from types import ModuleType
 import torch
 
 from verifier import launch_hook, timing
-
-INIT_FILE = "init.pt"
-INPUTS_FILE = "inputs.pt"
-OUTPUTS_FILE = "outputs.pt"
-RESULT_FILE = "result.json"
+from verifier.messages import (
+    INIT_FILE,
+    INPUTS_FILE,
+    OUTPUTS_FILE,
+    RESULT_FILE,
+    CandidateResult,
+    Job,
+    ReferenceResult,
+    StageFailure,
+    TimedCandidate,
+    TimedReference,
+    Violation,
+)
+from verifier.rules import RULES
 
 _CLONE = torch.Tensor.clone
 _EQUAL = torch.equal
@@ -43,7 +53,7 @@ class StageError(Exception):
         self.exc = exc
         self.source_file = source_file
 
-    def as_result(self) -> dict:
+    def as_result(self) -> StageFailure:
         line = _line_in(self.exc, self.source_file)
         return {
             "ok": False,
@@ -56,7 +66,7 @@ class StageError(Exception):
         }
 
 
-def run_job(job: dict) -> None:
+def run_job(job: Job) -> None:
     """Entry point in the forked child; the working directory is the job directory."""
     handlers = {
         "reference": run_reference,
@@ -79,7 +89,7 @@ def run_job(job: dict) -> None:
 # ------------------------------------------------------------------ the reference (trusted task code)
 
 
-def run_reference(job: dict) -> dict:
+def run_reference(job: Job) -> ReferenceResult:
     """Generate each trial's inputs from its seed, and the reference outputs on clones of them."""
     device = torch.device(job["device"])
     module = _stage("import", job["source"], lambda: load_module(job["source"], job["module_name"]))
@@ -105,14 +115,14 @@ def run_reference(job: dict) -> dict:
     return {"ok": True, "structure": structure, "leaves": [_describe(x) for x in leaves]}
 
 
-def time_reference(job: dict) -> dict:
+def time_reference(job: Job) -> TimedReference:
     """Eager and torch.compile medians on the first trial's inputs, measured like the candidate."""
     device = torch.device(job["device"])
     module = load_module(job["source"], job["module_name"])
     init_inputs = torch.load(INIT_FILE, weights_only=True)
     inputs = [_to_device(x, device) for x in torch.load(INPUTS_FILE, weights_only=True)[0]]
     model = _build(module.Model, init_inputs, job["init_seed"], device)
-    result = {"ok": True}
+    result: TimedReference = {"ok": True}
     with torch.no_grad():
         result["eager"] = timing.time_cuda(lambda: model(*inputs), job["timing_trials"])
         if job.get("compile", True):
@@ -141,11 +151,12 @@ class Watch:
         _count_thread_starts(self.threads_started)
         self.originals = timing.tamper_targets()
         self.originals += [(torch.Tensor, "clone", _CLONE), (torch, "equal", _EQUAL), (torch, "save", _SAVE)]
-        self.violations: list[dict] = []
+        self.violations: list[Violation] = []
 
     def flag(self, rule: str, message: str) -> None:
+        """Record a runtime finding (once per rule), with the severity the catalog gives it."""
         if not any(v["rule"] == rule for v in self.violations):
-            self.violations.append({"rule": rule, "severity": "error", "message": message, "line": 0})
+            self.violations.append({"rule": rule, "severity": RULES[rule].severity, "message": message, "line": 0})
 
     def check_environment(self) -> None:
         new_threads = [t.name for t in threading.enumerate() if t.ident not in self.threads_before]
@@ -175,7 +186,7 @@ def _count_thread_starts(started: list[str]) -> None:
             setattr(module, name, counted)
 
 
-def run_candidate(job: dict) -> dict:
+def run_candidate(job: Job) -> CandidateResult:
     """Run every trial (under no_grad) plus one enable_grad call, recording what the watch sees."""
     device = torch.device(job["device"])
     watch = Watch(device)
@@ -215,7 +226,7 @@ def run_candidate(job: dict) -> dict:
     }
 
 
-def time_candidate(job: dict) -> dict:
+def time_candidate(job: Job) -> TimedCandidate:
     """Median time of the candidate on the first trial's inputs; its last output is checked by the parent."""
     device = torch.device(job["device"])
     watch = Watch(device)

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifier import procs
-
-
-def default_memory_limit() -> int:
-    """A quarter of physical memory, at least 2 GiB: room for torch plus a real workload."""
-    return max(2 * 1024**3, procs.total_memory_bytes() // 4)
+from verifier.sandbox import MIN_MEMORY_LIMIT, Limits, default_memory_limit
 
 
 @dataclass
@@ -33,7 +28,7 @@ class VerifyOptions:
             raise ValueError(f"trials must be at least 1, got {self.trials}")
         if self.timeout <= 0:
             raise ValueError(f"timeout must be positive, got {self.timeout}")
-        if self.memory_limit is not None and self.memory_limit < 256 * 1024**2:
+        if self.memory_limit is not None and self.memory_limit < MIN_MEMORY_LIMIT:
             raise ValueError(f"memory limit must be at least 256 MiB, got {self.memory_limit} bytes")
         for name in ("atol", "rtol"):
             value = getattr(self, name)
@@ -41,3 +36,7 @@ class VerifyOptions:
                 raise ValueError(f"{name} must be non-negative, got {value}")
         if self.memory_limit is None:
             self.memory_limit = default_memory_limit()
+
+    def limits(self, seconds: float | None = None) -> Limits:
+        """The sandbox limits of one run (`seconds` overrides the timeout, for baseline timing)."""
+        return Limits(seconds or self.timeout, self.memory_limit)

@@ -1,4 +1,4 @@
-"""The verification report: the object `tritonize verify --json` prints (DESIGN §3.3)."""
+"""The verification report: the object `tritonize verify --json` prints (docs/ARCHITECTURE.md, "The report")."""
 
 from __future__ import annotations
 

@@ -1,10 +1,15 @@
-"""How untrusted code is contained: Linux namespaces from the outside, read-only mounts from the inside.
+"""How untrusted code is contained: Linux namespaces from the outside, read-only mounts from the inside, and
+limits on time and memory enforced from the trusted parent.
 
-A worker is started as `unshare --user --net --pid --mount --fork --kill-child --mount-proc python -m
-verifier.worker ...`: it becomes PID 1 of a fresh PID namespace (so every process it leaves behind dies
+A zygote is started as `unshare --user --net --pid --mount --fork --kill-child --mount-proc python -m
+verifier.zygote ...`: it becomes PID 1 of a fresh PID namespace (so every process it leaves behind dies
 with it), has no network, and before any untrusted code runs it remounts every filesystem read-only except
 its own scratch directory, and hides the temp dir (where the verifier keeps references) under an empty tmpfs.
-Where namespaces are unavailable the worker still runs in its own session, with a warning in the report.
+Where namespaces are unavailable the zygote still runs in its own session, with a warning in the report.
+
+Each job has `Limits`: wall-clock seconds and the resident memory of every process it started. A `Meter`
+watches the job's process tree from outside (so the limits hold for CUDA and for double-forked children, and
+nothing inside the sandbox can lift them); the parent kills the whole sandbox when one is exceeded.
 """
 
 from __future__ import annotations
@@ -15,6 +20,10 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
+
+from verifier import procs
 
 NAMESPACE_FLAGS = ["--user", "--map-root-user", "--net", "--pid", "--mount", "--fork", "--kill-child", "--mount-proc"]
 
@@ -40,6 +49,40 @@ LOCKED_FLAGS = {
     "strictatime": MS_STRICTATIME,
 }
 PR_SET_CHILD_SUBREAPER = 36
+MIN_MEMORY_LIMIT = 256 * 1024**2
+
+
+def default_memory_limit() -> int:
+    """A quarter of physical memory, at least 2 GiB: room for torch plus a real workload."""
+    return max(2 * 1024**3, procs.total_memory_bytes() // 4)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one job may use before its sandbox is killed: wall-clock seconds, resident bytes of its tree."""
+
+    seconds: float
+    memory: int
+
+
+class Meter:
+    """Measures one job's process tree (everything below `root`) against its limits, from outside."""
+
+    def __init__(self, root: int | None, limits: Limits):
+        self.root = root
+        self.limits = limits
+        self.deadline = time.monotonic() + limits.seconds
+        self.peak_rss = 0
+
+    def exceeded(self) -> str | None:
+        """`memory` or `timeout` once a limit is passed, else None."""
+        rss = procs.resident_bytes(procs.descendants(self.root)) if self.root else 0
+        self.peak_rss = max(self.peak_rss, rss)
+        if rss > self.limits.memory:
+            return "memory"
+        if time.monotonic() >= self.deadline:
+            return "timeout"
+        return None
 
 
 @functools.cache
@@ -60,7 +103,7 @@ def namespaces_available() -> str | None:
 
 
 def launch_prefix(isolate: bool) -> tuple[list[str], dict]:
-    """The command prefix that starts a worker, and the `isolation` description for the report."""
+    """The command prefix that starts a sandboxed process, and the `isolation` description for the report."""
     if not isolate:
         return [], describe(None, "isolation was turned off (--no-isolation)")
     reason = namespaces_available()
@@ -86,7 +129,7 @@ def describe(method: str | None, warning: str | None) -> dict:
 
 def lockdown(scratch: str, cover: str, writable: list[str]) -> None:
     """Inside a fresh mount namespace: hide `cover` (the temp dir holding every verifier's private files)
-    under an empty tmpfs, bring back only this worker's scratch (writable) and the interpreter's own files
+    under an empty tmpfs, bring back only this process's scratch (writable) and the interpreter's own files
     that live there (read-only), and make every other filesystem read-only.
 
     `writable` paths (e.g. the trusted reference's persistent compile cache) stay writable.

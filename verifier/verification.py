@@ -1,6 +1,6 @@
 """One verification, start to finish: static checks, reference, candidate, comparison, timing, report.
 
-Order matters for trust: the task's reference outputs are computed first in a worker the candidate never
+Order matters for trust: the task's reference outputs are computed first in a sandbox the candidate never
 touches, the candidate then runs on copies of the same inputs in its own sandbox, and only the parent (this
 module) ever sees both. Every way a run can end maps to exactly one verdict.
 """
@@ -14,30 +14,58 @@ import random
 import secrets
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from verifier import compare
-from verifier.hack_rules import check_candidate
-from verifier.harness import INIT_FILE, INPUTS_FILE, OUTPUTS_FILE, RESULT_FILE
+from verifier.audit.anti_hacking import check_candidate
+from verifier.errors import TaskError, UsageError
+from verifier.messages import (
+    HARNESS_ERROR_FILE,
+    INIT_FILE,
+    INPUTS_FILE,
+    OUTPUTS_FILE,
+    RESULT_FILE,
+    STDERR_FILE,
+    STDOUT_FILE,
+    Job,
+    JobKind,
+    Violation,
+)
 from verifier.options import VerifyOptions
-from verifier.pool import JobOutcome, Slot, VerifierPool, Worker, start_workers
 from verifier.report import Report
+from verifier.rules import RULES
+from verifier.zygote_handle import JobOutcome, ZygoteHandle, start_all
 
-REJECTING_RUNTIME_RULES = {"TRI351", "TRI352", "TRI353", "TRI356"}
 OUTPUT_LIMIT = 4000
 CANDIDATE_MODULE = "candidate"
 
 
-class UsageError(Exception):
-    """Bad command-line usage or an unreadable file (CLI exit 2)."""
+class Slot:
+    """The two sandboxes one verification uses: the reference's zygote and the candidate's."""
+
+    def __init__(self, index: int, base: Path, device: str, isolate: bool, cache_dir: Path):
+        self.reference = ZygoteHandle(f"ref-{index}", base, device, isolate, writable=[str(cache_dir)])
+        self.candidate = ZygoteHandle(f"cand-{index}", base, device, isolate)
+
+    def stop(self) -> None:
+        self.reference.stop()
+        self.candidate.stop()
 
 
-class TaskError(Exception):
-    """The task itself is broken: the user's error, not the candidate's (CLI exit 2)."""
+@dataclass
+class Shared:
+    """What concurrent verifications share: the device, one timing lock (measurements never overlap) and the
+    baseline timings of each task, measured once."""
+
+    device: str
+    timing_lock: threading.Lock = field(default_factory=threading.Lock)
+    baselines: dict[tuple, dict] = field(default_factory=dict)
 
 
 def check_task_file(task: Path) -> str:
@@ -58,45 +86,29 @@ def check_task_file(task: Path) -> str:
     return task.stem if task.stem.isidentifier() else "task"
 
 
-def verify(task: str | Path, candidate: str | Path, device: str = "auto", isolate: bool = True, **options) -> Report:
-    """Verify one candidate file against one task file in a one-off pool (see `VerifierPool` for many)."""
-    with VerifierPool(size=1, device=device, isolate=isolate) as pool:
-        return pool.verify(task, candidate, **options)
+class Verification:
+    """One candidate file against one task file on a slot (`VerifierPool.verify` picks the slot); `run()` once."""
 
-
-def run_verification(
-    slot: Slot,
-    pool: VerifierPool,
-    task: Path,
-    candidate: Path,
-    opts: VerifyOptions,
-    cancelled: Callable[[], bool] | None = None,
-) -> Report:
-    """Verify on one slot of a pool (called by `VerifierPool.verify`)."""
-    return _Verification(slot, pool, task, candidate, opts, cancelled).run()
-
-
-class _Verification:
     def __init__(
         self,
         slot: Slot,
-        pool: VerifierPool,
+        shared: Shared,
         task: Path,
         candidate: Path,
         opts: VerifyOptions,
-        cancelled: Callable[[], bool] | None = None,
+        cancelled: Callable[[], bool] | None,
     ):
         self.slot = slot
         self.cancelled = cancelled
-        self.pool = pool
+        self.shared = shared
         self.task = task
         self.candidate = candidate
         self.opts = opts
         self.phases: dict[str, float] = {}
         self.report = Report(
             verdict="crashed",
-            device=pool.device,
-            interpreter=pool.device == "cpu",
+            device=shared.device,
+            interpreter=shared.device == "cpu",
             seed=opts.seed,
             task=str(task),
             candidate=str(candidate),
@@ -128,18 +140,18 @@ class _Verification:
             self._finish("compile_error", f"{self.candidate}:{exc.lineno}: syntax error: {exc.msg}")
             return
         report.violations = [f.as_violation() for f in findings]
-        errors = [f for f in findings if f.severity == "error"]
+        errors = [f for f in findings if RULES[f.rule].rejects]
         if errors and self.opts.static_checks:
             first = errors[0]
             self._finish("rejected", f"{len(errors)} anti-hacking rule violation(s); first: {first.rule} at line "
                          f"{first.line}: {first.message}")  # fmt: skip
             return
-        self.phases["start_s"] = start_workers([self.slot.reference, self.slot.candidate])
+        self.phases["start_s"] = start_all([self.slot.reference, self.slot.candidate])
         report.isolation = self.slot.candidate.isolation
         report.warnings.extend(report.isolation.get("warnings", []))
         if not self._check_correctness(module_name, self.opts.trials):
             return
-        if self.pool.device == "cuda" and self.opts.timing:
+        if self.shared.device == "cuda" and self.opts.timing:
             self._time(module_name)
         if report.verdict == "correct":
             report.reward = 1.0 if not any(v["severity"] == "error" for v in report.violations) else 0.0
@@ -179,7 +191,7 @@ class _Verification:
         report.max_abs_error = comparison.max_abs_error
         report.max_rel_error = comparison.max_rel_error
         report.tolerance = comparison.tolerance or None
-        rejecting = [v for v in result["violations"] if v["rule"] in REJECTING_RUNTIME_RULES]
+        rejecting = _rejecting(result["violations"])
         if rejecting:
             self._finish("rejected", f"{rejecting[0]['rule']}: {rejecting[0]['message']}")
             return False
@@ -193,11 +205,12 @@ class _Verification:
         return True
 
     def _run_reference(self, module_name: str, seeds: list[int]) -> tuple[Path, dict, list]:
-        worker = self.slot.reference
-        name, job_dir = worker.new_job_dir()
+        zygote = self.slot.reference
+        name, job_dir = zygote.new_job_dir()
         shutil.copyfile(self.task, job_dir / f"{module_name}.py")
-        job = {"module_name": module_name, "trial_seeds": seeds}
-        outcome = self._run_job(worker, name, "reference", job, source=f"{module_name}.py")
+        outcome = self._run_job(
+            zygote, name, "reference", {"module_name": module_name, "trial_seeds": seeds}, source=f"{module_name}.py"
+        )
         result = _read_json(job_dir / RESULT_FILE)
         if outcome.status != "ok" or outcome.signal or result is None:
             raise TaskError(f"{self.task}: the reference run failed: {_describe_outcome(outcome, job_dir)}")
@@ -211,14 +224,17 @@ class _Verification:
             same = _identical(cand_outputs[index], cand_outputs[index - 1])
             if same and not _identical(ref_outputs[index], ref_outputs[index - 1]):
                 message = f"trial {index + 1} returned exactly the previous trial's output although the inputs changed"
-                self.report.violations.append({"rule": "TRI357", "severity": "error", "message": message, "line": 0})
+                rule = RULES["TRI357"]
+                self.report.violations.append(
+                    {"rule": rule.id, "severity": rule.severity, "message": message, "line": 0}
+                )
                 comparison.problems.append(message)
                 return
 
     # ------------------------------------------------------------ timing
 
     def _time(self, module_name: str) -> None:
-        with self.pool.timing_lock:
+        with self.shared.timing_lock:
             started = time.perf_counter()
             timing = self._measure(module_name)
             self.phases["timing_s"] = time.perf_counter() - started
@@ -229,7 +245,7 @@ class _Verification:
             if not self._check_correctness(module_name, 2 * self.opts.trials):
                 self.report.message = f"re-verification of a {fastest:.1f}x speedup failed: {self.report.message}"
                 return
-            with self.pool.timing_lock:
+            with self.shared.timing_lock:
                 timing = self._measure(module_name)
             if timing is None:
                 return
@@ -245,7 +261,7 @@ class _Verification:
         result = self._job_result(outcome, self.cand_dir)
         if result is None:
             return None
-        rejecting = [v for v in result["violations"] if v["rule"] in REJECTING_RUNTIME_RULES]
+        rejecting = _rejecting(result["violations"])
         self.report.violations.extend(result["violations"])
         if rejecting:
             self._finish("rejected", f"while timed: {rejecting[0]['rule']}: {rejecting[0]['message']}")
@@ -258,9 +274,9 @@ class _Verification:
         return _timing_summary(result["candidate"], ref)
 
     def _baseline(self, module_name: str) -> dict | None:
-        """Eager and torch.compile timings of the task, measured once per task and pool."""
+        """Eager and torch.compile timings of the task, measured once per task (shared by the pool's slots)."""
         key = (hashlib.sha256(self.task.read_bytes()).hexdigest(), self.opts.compile_baseline, self.opts.timing_trials)
-        cached = self.pool.baseline_cache.get(key)
+        cached = self.shared.baselines.get(key)
         if cached is not None:
             return {**cached, "cached": True}
         outcome = self._run_job(
@@ -269,14 +285,14 @@ class _Verification:
             "time_reference",
             {"module_name": module_name, "compile": self.opts.compile_baseline},
             source=f"{module_name}.py",
-            timeout=max(self.opts.timeout, 600.0),
+            seconds=max(self.opts.timeout, 600.0),
         )
         ref = _read_json(self.ref_dir / RESULT_FILE)
         if outcome.status != "ok" or not ref or not ref.get("ok"):
             detail = ref.get("error") if ref else _describe_outcome(outcome, self.ref_dir)
             self.report.warnings.append(f"baseline timing failed: {detail}")
             return None
-        self.pool.baseline_cache[key] = ref
+        self.shared.baselines[key] = ref
         return ref
 
     # ------------------------------------------------------------ plumbing
@@ -286,27 +302,34 @@ class _Verification:
             shutil.copyfile(self.ref_dir / name, self.cand_dir / name)
 
     def _run_job(
-        self, worker: Worker, name: str, kind: str, extra: dict, source: str | None = None, timeout: float | None = None
+        self,
+        zygote: ZygoteHandle,
+        name: str,
+        kind: JobKind,
+        extra: dict,
+        source: str | None = None,
+        seconds: float | None = None,
     ) -> JobOutcome:
-        if not worker.running:
-            self.phases["start_s"] = self.phases.get("start_s", 0.0) + worker.ensure_started()
-        job = {
+        if not zygote.running:
+            self.phases["start_s"] = self.phases.get("start_s", 0.0) + zygote.ensure_started()
+        job: Job = {
+            "id": name,
             "kind": kind,
             "dir": name,
-            "device": self.pool.device,
+            "device": self.shared.device,
             "init_seed": self.init_seed,
-            "source": f"{worker.scratch}/{name}/{source or CANDIDATE_MODULE + '.py'}",
+            "source": f"{zygote.scratch}/{name}/{source or CANDIDATE_MODULE + '.py'}",
             "module_name": CANDIDATE_MODULE,
             "timing_trials": self.opts.timing_trials,
             **extra,
         }
-        return worker.run(job, timeout or self.opts.timeout, self.opts.memory_limit, self.cancelled)
+        return zygote.run(job, self.opts.limits(seconds), self.cancelled)
 
     def _job_result(self, outcome: JobOutcome, job_dir: Path) -> dict | None:
         """The candidate job's result, or None after setting the verdict for a job that did not finish."""
         self.report.candidate_output = {
-            "stdout": _read_text(job_dir / "stdout.txt"),
-            "stderr": _read_text(job_dir / "stderr.txt"),
+            "stdout": _read_text(job_dir / STDOUT_FILE),
+            "stderr": _read_text(job_dir / STDERR_FILE),
         }
         result = _read_json(job_dir / RESULT_FILE)
         if outcome.status == "timeout":
@@ -344,14 +367,19 @@ def _describe_outcome(outcome: JobOutcome, job_dir: Path) -> str:
     if outcome.status == "memory":
         return f"exceeded the memory limit ({outcome.peak_rss // 2**20} MiB resident)"
     if outcome.status == "died":
-        return f"the worker process died ({outcome.detail})"
+        return f"the sandbox process died ({outcome.detail})"
     if outcome.signal:
         name = signal.Signals(outcome.signal).name if outcome.signal in signal.Signals._value2member_map_ else ""
         return f"killed by signal {outcome.signal} {name}".strip()
-    harness_error = _read_text(job_dir / "harness_error.txt")
+    harness_error = _read_text(job_dir / HARNESS_ERROR_FILE)
     if harness_error:
         return f"the harness failed: {harness_error}"
     return f"exited with code {outcome.exit_code} before reporting a result"
+
+
+def _rejecting(violations: list[Violation]) -> list[Violation]:
+    """The runtime findings that refuse the candidate outright (the others make it incorrect)."""
+    return [v for v in violations if RULES[v["rule"]].rejects]
 
 
 def _timing_summary(candidate: dict, reference: dict) -> dict:

@@ -2,40 +2,47 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from model_server.backends.base import Backend, BackendError, GenerationRequest
 
 BACKENDS = ("inductor", "openai", "transformers", "vllm")
 
 
-def create_backend(
-    name: str,
-    model: str | None = None,
-    profile: str = "autotriton",
-    device: str = "auto",
-    base_url: str | None = None,
-    api_key: str | None = None,
-    tensor_parallel_size: int = 1,
-) -> Backend:
-    """The backend called `name`, or BackendError listing the ones that exist."""
-    if name == "inductor":
+@dataclass(frozen=True)
+class BackendConfig:
+    """Which backend generates candidates, and what it needs: a model, a prompt profile, an upstream."""
+
+    name: str = "inductor"
+    model: str | None = None
+    profile: str = "autotriton"
+    device: str = "auto"
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    tensor_parallel_size: int = 1
+
+
+def create_backend(config: BackendConfig) -> Backend:
+    """The backend `config` names, or BackendError listing the ones that exist."""
+    if config.name == "inductor":
         from model_server.backends.inductor import InductorBackend
 
-        if model not in (None, "inductor"):
-            raise BackendError(f"the inductor backend has no model `{model}`; it derives kernels without one")
+        if config.model not in (None, "inductor"):
+            raise BackendError(f"the inductor backend has no model `{config.model}`; it derives kernels without one")
         return InductorBackend()
-    if name == "transformers":
+    if config.name == "transformers":
         from model_server.backends.transformers_backend import TransformersBackend
 
-        return TransformersBackend(model, profile, device=device)
-    if name == "openai":
+        return TransformersBackend(config.model, config.profile, device=config.device)
+    if config.name == "openai":
         from model_server.backends.openai_backend import OpenAIBackend
 
-        return OpenAIBackend(model, base_url, api_key, profile)
-    if name == "vllm":
+        return OpenAIBackend(config.model, config.base_url, config.api_key, config.profile)
+    if config.name == "vllm":
         from model_server.backends.vllm_backend import VLLMBackend
 
-        return VLLMBackend(model, profile, tensor_parallel_size=tensor_parallel_size)
-    raise BackendError(f"unknown backend `{name}`; available: {', '.join(BACKENDS)}")
+        return VLLMBackend(config.model, config.profile, tensor_parallel_size=config.tensor_parallel_size)
+    raise BackendError(f"unknown backend `{config.name}`; available: {', '.join(BACKENDS)}")
 
 
-__all__ = ["BACKENDS", "Backend", "BackendError", "GenerationRequest", "create_backend"]
+__all__ = ["BACKENDS", "Backend", "BackendConfig", "BackendError", "GenerationRequest", "create_backend"]

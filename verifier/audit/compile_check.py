@@ -20,7 +20,9 @@ from verifier import sandbox
 from verifier.audit.compile_plan import CompileJob, plan
 from verifier.audit.config import AuditConfig
 from verifier.audit.source_index import SourceIndex
+from verifier.cache import cache_dir
 from verifier.findings import Finding
+from verifier.messages import CompileOutcome, CompileResult, CompileSpec
 
 SHARED_MEMORY_LIMITS = {70: 98304, 75: 65536, 80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448}
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -39,7 +41,7 @@ class CompileChecker:
         self.config = config
         self.isolate = isolate
         self.cache_dir = cache_dir if cache_dir is not None else default_cache_dir()
-        self._memory: dict[str, list[dict]] = {}
+        self._memory: dict[str, CompileOutcome] = {}
         self.warnings: set[str] = set()
 
     def findings(self, path: str, source: str) -> list[Finding]:
@@ -54,7 +56,7 @@ class CompileChecker:
         outcome = self._outcome(source, jobs)
         return _to_findings(index, jobs, outcome, self.config)
 
-    def _outcome(self, source: str, jobs: list[CompileJob]) -> dict:
+    def _outcome(self, source: str, jobs: list[CompileJob]) -> CompileOutcome:
         key = self._key(source, jobs)
         if key in self._memory:
             return self._memory[key]
@@ -85,17 +87,21 @@ class CompileChecker:
         )
         return hashlib.sha256(material.encode()).hexdigest()
 
-    def _run(self, source: str, jobs: list[CompileJob]) -> dict:
+    def _run(self, source: str, jobs: list[CompileJob]) -> CompileOutcome:
         scratch = tempfile.mkdtemp(prefix="tritonize-audit-")
         try:
             subject = os.path.join(scratch, "audited_source.py")
             Path(subject).write_text(source, encoding="utf-8")
-            spec = {"source_path": subject, "capability": self.config.capability, "jobs": [j.as_dict() for j in jobs]}
+            spec: CompileSpec = {
+                "source_path": subject,
+                "capability": self.config.capability,
+                "jobs": [j.as_dict() for j in jobs],
+            }
             Path(scratch, "job.json").write_text(json.dumps(spec))
             result_file = os.path.join(scratch, "result.json")
             prefix, isolation = sandbox.launch_prefix(self.isolate)
             self.warnings.update(isolation["warnings"])
-            command = [*prefix, sys.executable, "-m", "verifier.audit.compile_worker"]
+            command = [*prefix, sys.executable, "-m", "verifier.audit.compile_child"]
             command += ["--job", os.path.join(scratch, "job.json"), "--result", result_file, "--scratch", scratch]
             if prefix:
                 command += ["--cover", os.path.realpath(tempfile.gettempdir())]
@@ -122,11 +128,12 @@ class CompileChecker:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base, "tritonize", "audit-compile")
+    return cache_dir() / "audit-compile"
 
 
-def _to_findings(index: SourceIndex, jobs: list[CompileJob], outcome: dict, config: AuditConfig) -> list[Finding]:
+def _to_findings(
+    index: SourceIndex, jobs: list[CompileJob], outcome: CompileOutcome, config: AuditConfig
+) -> list[Finding]:
     if "failure" in outcome:
         kernel = index.kernels[jobs[0].kernel].node
         return [Finding("TRI604", "info", f"compile check not done: {outcome['failure']}", kernel.lineno)]
@@ -148,7 +155,7 @@ def _same_failure(new: Finding, old: Finding) -> bool:
     )
 
 
-def _job_findings(index: SourceIndex, job: CompileJob, result: dict, target: str, limit: int) -> list[Finding]:
+def _job_findings(index: SourceIndex, job: CompileJob, result: CompileResult, target: str, limit: int) -> list[Finding]:
     kernel = index.kernels[job.kernel].node
     where = f"{target}, {job.label}"
     assumed = f" (assuming {', '.join(job.assumptions)}; check the launch)" if job.assumptions else ""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from verifier.audit.dataflow import keyword
 from verifier.audit.source_index import Kernel, Launch, SourceIndex, walk, walk_body
+from verifier.messages import CompileJobSpec
 
 MAX_JOBS_PER_KERNEL = 4
 TORCH_DTYPES = {
@@ -44,7 +45,7 @@ class CompileJob:
         stages = f", num_stages={self.num_stages}" if self.num_stages is not None else ""
         return f"{values + ', ' if values else ''}num_warps={self.num_warps}{stages}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> CompileJobSpec:
         return {
             "kernel": self.kernel,
             "line": self.line,

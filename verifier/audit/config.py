@@ -11,7 +11,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from verifier.audit.catalog import ALL_RULES
+from verifier.rules import AUDIT_RULES
 
 TARGET_PATTERN = re.compile(r"^sm_(\d{2,3})a?$")
 KEYS = {"select", "ignore", "target", "compile", "exclude", "compile-timeout"}
@@ -92,7 +92,7 @@ def validate(config: AuditConfig, where: str) -> None:
     """Reject rule codes that match no rule and targets Triton cannot compile for."""
     for key in ("select", "ignore"):
         for prefix in getattr(config, key):
-            if not any(rule.startswith(prefix) for rule in ALL_RULES):
+            if not any(rule.startswith(prefix) for rule in AUDIT_RULES):
                 raise ConfigError(f"{where}: {key} has {prefix!r}, which matches no rule (rules are TRI###)")
     if not TARGET_PATTERN.match(config.target):
         raise ConfigError(f"{where}: target {config.target!r} is not a CUDA target like sm_80 or sm_90")

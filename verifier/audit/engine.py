@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verifier.audit import language, memory, numerics, performance
+from verifier.audit.anti_hacking import check_candidate
 from verifier.audit.collector import Collector
 from verifier.audit.config import AuditConfig
 from verifier.audit.dataflow import KernelFlow
 from verifier.audit.noqa import is_suppressed, suppressions
 from verifier.audit.source_index import SourceIndex
 from verifier.findings import Finding
-from verifier.hack_rules import check_candidate
 
 KERNEL_RULES = (language.check_kernel, memory.check_kernel, numerics.check_kernel, performance.check_kernel)
 SKIPPED_DIRECTORIES = {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"}
@@ -31,16 +31,43 @@ class FileFindings:
     source: str | None
 
 
+@dataclass(frozen=True)
+class KernelSpan:
+    """Where a `@triton.jit` function sits: its name, `def` line, the name's column and last line (1-based)."""
+
+    name: str
+    line: int
+    name_column: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class SourceAudit:
+    """The static findings of one source, and what was found on the way: the syntax tree (None if the source
+    does not parse) and the kernels (editors point findings at them)."""
+
+    findings: list[Finding]
+    kernels: list[KernelSpan]
+    tree: ast.Module | None
+
+
 def audit_source(source: str | bytes, path: str = "<string>", config: AuditConfig | None = None) -> list[Finding]:
     """Every selected, unsuppressed static finding in one module's source. Never raises on bad input."""
+    return audit(source, path, config).findings
+
+
+def audit(source: str | bytes, path: str = "<string>", config: AuditConfig | None = None) -> SourceAudit:
+    """`audit_source`, plus the spans of the kernels the audit found."""
     config = config or AuditConfig()
     text, findings = _decode(source)
+    kernels: list[KernelSpan] = []
+    tree = None
     if text is not None:
-        findings = _static_findings(text)
+        tree, findings, kernels = _static_findings(text)
     lines = (text or "").splitlines()
     noqa = suppressions(lines)
     kept = [f for f in findings if config.selects(f.rule) and not is_suppressed(f, noqa)]
-    return sorted(kept, key=lambda f: (f.line, f.column, f.rule))
+    return SourceAudit(sorted(kept, key=lambda f: (f.line, f.column, f.rule)), kernels, tree)
 
 
 def audit_file(path: Path, config: AuditConfig | None = None) -> FileFindings:
@@ -76,11 +103,6 @@ def python_files(paths: Iterable[str], config: AuditConfig) -> list[Path]:
     return found
 
 
-def _skipped(directory: Path, config: AuditConfig) -> bool:
-    name = directory.name
-    return name in SKIPPED_DIRECTORIES or name.startswith(".") or _excluded(directory, config)
-
-
 def _excluded(path: Path, config: AuditConfig) -> bool:
     text = path.as_posix()
     return any(fnmatch.fnmatch(text, pattern) or fnmatch.fnmatch(path.name, pattern) for pattern in config.exclude)
@@ -105,19 +127,19 @@ def _decode(source: str | bytes) -> tuple[str | None, list[Finding]]:
         return None, [Finding("TRI002", "error", message, line, column, line, column + 1)]
 
 
-def _static_findings(text: str) -> list[Finding]:
+def _static_findings(text: str) -> tuple[ast.Module | None, list[Finding], list[KernelSpan]]:
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
-        return [_syntax_finding(exc, text)]
+        return None, [_syntax_finding(exc, text)], []
     except (RecursionError, MemoryError, ValueError) as exc:
-        return [Finding("TRI001", "error", f"cannot parse this file: {type(exc).__name__}: {exc}", 1)]
+        return None, [Finding("TRI001", "error", f"cannot parse this file: {type(exc).__name__}: {exc}", 1)], []
     lines = text.splitlines()
     out = Collector(lines)
     try:
         index = SourceIndex(tree, text)
     except RecursionError:
-        return [Finding("TRI000", "warning", "the file is nested too deeply to audit", 1)]
+        return tree, [Finding("TRI000", "warning", "the file is nested too deeply to audit", 1)], []
     for kernel in index.kernels.values():
         flow = KernelFlow(index, kernel)
         for check in KERNEL_RULES:
@@ -129,10 +151,15 @@ def _static_findings(text: str) -> list[Finding]:
     language.check_launches(index, out)
     if index.is_candidate():
         try:
-            out.findings.extend(check_candidate(text, tree=tree, nodes=index.nodes))
+            out.findings.extend(check_candidate(text, index=index))
         except RecursionError:
             out.add("TRI000", tree, "the anti-hacking checks hit Python's recursion limit on this file")
-    return out.findings
+    return tree, out.findings, [_span(kernel.node, out) for kernel in index.kernels.values()]
+
+
+def _span(node: ast.FunctionDef, out: Collector) -> KernelSpan:
+    name_column = out.character(node.lineno, node.col_offset) + len("def ") + 1
+    return KernelSpan(node.name, node.lineno, name_column, node.end_lineno or node.lineno)
 
 
 def _syntax_finding(exc: SyntaxError, text: str) -> Finding:

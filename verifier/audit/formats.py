@@ -1,12 +1,13 @@
-"""Audit output: ruff-like text, the JSON array of DESIGN §3.4, and SARIF 2.1.0 for GitHub code scanning."""
+"""Audit output: ruff-like text, the JSON array of docs/ARCHITECTURE.md ("Findings"), and SARIF 2.1.0 for GitHub
+code scanning."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from verifier.audit.catalog import ALL_RULES
 from verifier.findings import Finding
+from verifier.rules import RULES, docs_url
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
@@ -81,12 +82,12 @@ def as_sarif(results: list[Located], version: str) -> str:
 
 
 def _sarif_rule(rule_id: str) -> dict:
-    rule = ALL_RULES[rule_id]
+    rule = RULES[rule_id]
     return {
         "id": rule.id,
         "name": "".join(part.capitalize() for part in rule.name.split("-")),
         "shortDescription": {"text": rule.summary},
-        "helpUri": f"https://github.com/tritonize/tritonize/blob/main/docs/RULES.md#{rule.id.lower()}",
+        "helpUri": docs_url(rule.id),
         "defaultConfiguration": {"level": SARIF_LEVELS[rule.severity]},
     }
 

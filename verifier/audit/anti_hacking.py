@@ -1,9 +1,10 @@
-"""Static anti-hacking checks (TRI30x/31x) on a candidate's source.
+"""Static anti-hacking rules (TRI301-TRI316) on a candidate's source.
 
 A candidate earns a reward only if its core compute runs in Triton. These checks read the AST (nothing is
 imported or run) and refuse the known ways of faking that: PyTorch compute on the `forward` path, escape
 hatches out of the sandbox's view (dynamic code, dunder access, forbidden imports), state that survives
-between calls, and tampering with the timing or launch machinery. The runtime half lives in `harness.py`.
+between calls, and tampering with the timing or launch machinery. The runtime half lives in
+`verifier/harness.py`; every rule is registered in `verifier/rules.py`.
 """
 
 from __future__ import annotations
@@ -11,30 +12,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from verifier.audit.source_index import dotted_name, import_aliases, resolve_name, walk, walk_body
-from verifier.findings import Finding, Rule
-
-RULES: dict[str, Rule] = {
-    r.id: r
-    for r in [
-        Rule("TRI301", "no-triton-kernel", "error", "the candidate defines no @triton.jit kernel"),
-        Rule("TRI302", "torch-compute", "error", "PyTorch compute on the forward path instead of Triton"),
-        Rule("TRI303", "try-except", "error", "try/except can hide a fallback to PyTorch"),
-        Rule("TRI304", "forbidden-import", "error", "import or call outside the allow-list (threads, processes, I/O)"),
-        Rule("TRI305", "dynamic-code", "error", "eval/exec/getattr-style dynamic code the checks cannot see"),
-        Rule("TRI306", "dunder-access", "error", "access to interpreter internals through __dunder__ names"),
-        Rule("TRI307", "monkey-patch", "error", "assignment to an attribute of an imported module or class"),
-        Rule("TRI308", "tensor-subclass", "error", "a torch.Tensor subclass can compute lazily or fake results"),
-        Rule("TRI309", "side-stream", "error", "CUDA streams or graphs let work escape the timed region"),
-        Rule("TRI310", "state-in-forward", "error", "state kept between calls (output caching)"),
-        Rule("TRI311", "rng-seeding", "error", "seeding RNGs to predict or hard-code the test inputs"),
-        Rule("TRI312", "precision-downgrade", "error", "global switch to lower matmul precision (TF32/fp16)"),
-        Rule("TRI313", "torch-delegation", "error", "delegation to torch.compile, TorchScript or torch internals"),
-        Rule("TRI314", "imports-task", "error", "the candidate imports the task it is checked against"),
-        Rule("TRI315", "print", "info", "print() output is captured into the report, never shown as results"),
-        Rule("TRI316", "decoy-kernel", "warning", "a @triton.jit kernel that nothing launches or calls"),
-    ]
-}
+from verifier.audit.source_index import SourceIndex, dotted_name, resolve_name, walk_body
+from verifier.findings import Finding
+from verifier.rules import RULES
 
 ALLOWED_IMPORTS = {
     "torch", "triton", "math", "typing", "functools", "itertools", "operator",
@@ -99,18 +79,13 @@ SAFE_BUILTINS = {
 }  # fmt: skip
 
 
-def check_candidate(
-    source: str,
-    task_module: str | None = None,
-    tree: ast.Module | None = None,
-    nodes: list[ast.AST] | None = None,
-) -> list[Finding]:
+def check_candidate(source: str, task_module: str | None = None, index: SourceIndex | None = None) -> list[Finding]:
     """Return every static anti-hacking finding in a candidate's source (raises SyntaxError if unparsable).
 
-    `tree` is the source's already-parsed module and `nodes` its `walk`, when the caller has them.
+    `index` is the source's SourceIndex, when the caller (the audit) has built it already.
     """
-    tree = tree if tree is not None else ast.parse(source)
-    checker = _Checker(tree, task_module, nodes if nodes is not None else walk(tree))
+    index = index if index is not None else SourceIndex(ast.parse(source), source)
+    checker = _Checker(index, task_module)
     checker.run()
     return sorted(checker.findings, key=lambda f: (f.line, f.column, f.rule))
 
@@ -134,15 +109,15 @@ def _torch_attribute_rule(resolved: str) -> tuple[str, str] | None:
 
 
 class _Checker:
-    def __init__(self, tree: ast.Module, task_module: str | None, nodes: list[ast.AST]):
-        self.tree = tree
-        self.nodes = nodes
+    def __init__(self, index: SourceIndex, task_module: str | None):
+        self.tree = index.tree
+        self.nodes = index.nodes
+        self.aliases = index.aliases
+        self.kernels = set(index.kernels)
         self.task_module = task_module
         self.findings: list[Finding] = []
-        self.aliases: dict[str, str] = {}
         self.functions: dict[str, ast.FunctionDef] = {}
         self.classes: dict[str, ast.ClassDef] = {}
-        self.kernels: set[str] = set()
         self.module_names: set[str] = set()
 
     def run(self) -> None:
@@ -185,14 +160,6 @@ class _Checker:
                     for name in ast.walk(target):
                         if isinstance(name, ast.Name):
                             self.module_names.add(name.id)
-        self.aliases = import_aliases(self.nodes)
-        for node in self.nodes:
-            if type(node) is ast.FunctionDef and any(self._is_jit(d) for d in node.decorator_list):
-                self.kernels.add(node.name)
-
-    def _is_jit(self, decorator: ast.AST) -> bool:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        return self._resolve(target) in {"triton.jit", "triton.runtime.jit.jit"}
 
     # ---------------------------------------------------------------- whole-module rules
 

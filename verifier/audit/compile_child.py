@@ -1,8 +1,8 @@
-"""Compiles a file's kernels for a CUDA target in a sandboxed subprocess: `python -m verifier.audit.compile_worker`.
+"""Compiles a file's kernels for a CUDA target in a sandboxed child process: `python -m verifier.audit.compile_child`.
 
 Only what kernels need is rebuilt from the file (imports they use, module-level assignments, function
-definitions); launchers and classes never run. Results go to a JSON file in the scratch directory, so nothing
-the audited code prints can be mistaken for them.
+definitions); launchers and classes never run. The job file and the results (a JSON file in the scratch
+directory, so nothing the audited code prints can be mistaken for them) are typed in `verifier/messages.py`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import sys
 import types
+
+from verifier.messages import CompileJobSpec, CompileOutcome, CompileResult, CompileSpec
 
 SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 REGISTERS = re.compile(r"Used (\d+) registers")
@@ -41,7 +43,7 @@ def main() -> None:
         json.dump(results, handle)
 
 
-def compile_all(spec: dict) -> dict:
+def compile_all(spec: CompileSpec) -> CompileOutcome:
     path = spec["source_path"]
     with open(path, encoding="utf-8") as handle:
         source = handle.read()
@@ -84,12 +86,12 @@ def _keeps(decorator: ast.AST) -> bool:
     return name in {"jit", "constexpr_function"}
 
 
-def _compile(module: types.ModuleType, job: dict, capability: int) -> dict:
+def _compile(module: types.ModuleType, job: CompileJobSpec, capability: int) -> CompileResult:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    result = {"kernel": job["kernel"], "constexprs": job["constexprs"]}
+    result: CompileResult = {"kernel": job["kernel"], "constexprs": job["constexprs"]}
     function = module.__dict__.get(job["kernel"])
     if function is None or not hasattr(function, "run"):
         return {**result, "skipped": f"`{job['kernel']}` could not be rebuilt from the file"}

@@ -1,10 +1,11 @@
-"""A warm worker: imports torch and Triton once, locks itself down, then forks one fresh child per job.
+"""The zygote: a warm process inside the sandbox that imports torch and Triton once, locks itself down, then
+forks one fresh child per job (`python -m verifier.zygote`, started by `zygote_handle.py`).
 
-Protocol (JSON lines): the parent writes `{"id", "kind", "dir", ...}` on the worker's stdin; the worker
+Protocol (JSON lines, typed in `messages.py`): the parent writes a `Job` on the zygote's stdin; the zygote
 forks, the child runs `harness.run_job` with its stdout/stderr captured to files in the job directory, and
-the worker answers `{"id", "exit_code" | "signal"}` on its stdout once the child is gone. The worker never
-initialises CUDA itself, so every child gets a clean CUDA context and a fault in one cannot reach the next.
-The candidate never sees the protocol pipes: the child closes them before any untrusted code runs.
+the zygote answers a `ZygoteReply` on its stdout once the child is gone. The zygote never initialises CUDA
+itself, so every child gets a clean CUDA context and a fault in one cannot reach the next. The candidate
+never sees the protocol pipes: the child closes them before any untrusted code runs.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import os
 import signal
 import sys
 import time
+
+from verifier.messages import HARNESS_ERROR_FILE, STDERR_FILE, STDOUT_FILE, Job, Ready, ZygoteReply
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -38,23 +41,24 @@ def main(argv: list[str] | None = None) -> None:
 
     from verifier import harness  # noqa: F401
 
-    protocol_out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    ready: Ready = {"ready": True, "pid": os.getpid()}
+    protocol_out.write(json.dumps(ready) + "\n")
     protocol_out.flush()
     for line in protocol_in:
-        job = json.loads(line)
+        job: Job = json.loads(line)
         reply = _run_forked(job, scratch, [protocol_in.fileno(), protocol_out.fileno()])
         protocol_out.write(json.dumps(reply) + "\n")
         protocol_out.flush()
 
 
-def _run_forked(job: dict, scratch: str, protocol_fds: list[int]) -> dict:
+def _run_forked(job: Job, scratch: str, protocol_fds: list[int]) -> ZygoteReply:
     job_dir = os.path.join(scratch, job["dir"])
     pid = os.fork()
     if pid == 0:
         _child(job, job_dir, protocol_fds)
     _, status = os.waitpid(pid, 0)
     _kill_leftovers()
-    reply = {"id": job["id"]}
+    reply: ZygoteReply = {"id": job["id"]}
     if os.WIFSIGNALED(status):
         reply["signal"] = os.WTERMSIG(status)
     else:
@@ -62,15 +66,15 @@ def _run_forked(job: dict, scratch: str, protocol_fds: list[int]) -> dict:
     return reply
 
 
-def _child(job: dict, job_dir: str, protocol_fds: list[int]) -> None:
+def _child(job: Job, job_dir: str, protocol_fds: list[int]) -> None:
     """Never returns: runs one job and exits with 0 (ran) or 70 (the harness itself failed)."""
     code = 70
     try:
         for fd in protocol_fds:
             os.close(fd)
         os.chdir(job_dir)
-        _redirect(1, os.path.join(job_dir, "stdout.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        _redirect(2, os.path.join(job_dir, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        _redirect(1, os.path.join(job_dir, STDOUT_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        _redirect(2, os.path.join(job_dir, STDERR_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.setpgid(0, 0)
         from verifier import harness
 
@@ -78,7 +82,7 @@ def _child(job: dict, job_dir: str, protocol_fds: list[int]) -> None:
         code = 0
     except BaseException as exc:  # the harness must report, whatever happened
         try:
-            with open(os.path.join(job_dir, "harness_error.txt"), "w") as f:
+            with open(os.path.join(job_dir, HARNESS_ERROR_FILE), "w") as f:
                 f.write(f"{type(exc).__name__}: {exc}")
         except OSError:
             pass
@@ -128,7 +132,7 @@ def _redirect(fd: int, path: str, flags: int) -> None:
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m verifier.worker")
+    parser = argparse.ArgumentParser(prog="python -m verifier.zygote")
     parser.add_argument("--scratch", required=True)
     parser.add_argument("--cover", required=True, help="directory to hide (the temp dir)")
     parser.add_argument("--writable", action="append", default=[])

@@ -1,0 +1,175 @@
+"""What crosses the sandbox boundary, typed in one place (docs/ARCHITECTURE.md, "The sandbox boundary").
+
+The trusted parent (`zygote_handle.py`) writes one `Job` per line on the zygote's stdin; the zygote forks a
+child that runs the job (`harness.py`) and answers one `ZygoteReply` per line once the child is gone. The
+child's findings never travel on that pipe: it writes a result (RESULT_FILE in the job directory: one of the
+`*Result`/`Timed*` types or a `StageFailure`, each with `seconds` added, the job's time in the child) and
+its tensors to files the parent loads with `weights_only=True`. Violations use the report's
+`{rule, severity, message, line}` shape.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+JobKind = Literal["reference", "candidate", "time_reference", "time_candidate"]
+
+INIT_FILE = "init.pt"
+INPUTS_FILE = "inputs.pt"
+OUTPUTS_FILE = "outputs.pt"
+RESULT_FILE = "result.json"
+STDOUT_FILE = "stdout.txt"
+STDERR_FILE = "stderr.txt"
+HARNESS_ERROR_FILE = "harness_error.txt"
+
+
+class _JobRequired(TypedDict):
+    id: str
+    kind: JobKind
+    dir: str
+    device: str
+    init_seed: int
+    source: str
+    module_name: str
+    timing_trials: int
+
+
+class Job(_JobRequired, total=False):
+    """One job for a zygote; `dir` is relative to its scratch directory."""
+
+    trial_seeds: list[int]  # reference: one input set per seed
+    compile: bool  # time_reference: also time torch.compile
+
+
+class Ready(TypedDict):
+    """The zygote's first line, once torch and Triton are imported and the sandbox is locked down."""
+
+    ready: bool
+    pid: int
+
+
+class ZygoteReply(TypedDict, total=False):
+    """How the job's child ended: its exit code, or the signal that killed it."""
+
+    id: str
+    exit_code: int
+    signal: int
+
+
+class Violation(TypedDict):
+    """A rule finding as the report lists it (line 0 for what was seen at run time)."""
+
+    rule: str
+    severity: str
+    message: str
+    line: int
+
+
+class LeafInfo(TypedDict, total=False):
+    """One output leaf as the child saw it."""
+
+    type: str
+    dtype: str
+    shape: list[int]
+    device: str
+
+
+class TimingSample(TypedDict):
+    """`timing.time_cuda`'s measurement of one callable."""
+
+    median_ms: float
+    min_ms: float
+    trials: int
+    warmup: int
+
+
+class StageFailure(TypedDict):
+    """The job failed in one stage (import, init, forward, ...) with this exception."""
+
+    ok: Literal[False]
+    stage: str
+    error_type: str
+    error: str
+    line: int | None
+    triton_compile_error: bool
+    traceback: str
+
+
+class ReferenceResult(TypedDict):
+    """The task ran on every trial's inputs; outputs are in OUTPUTS_FILE, inputs in INIT_FILE and INPUTS_FILE."""
+
+    ok: Literal[True]
+    structure: object
+    leaves: list[LeafInfo]
+
+
+class CandidateResult(TypedDict):
+    """The candidate ran on every trial plus one enable_grad call; what the runtime watch saw."""
+
+    ok: Literal[True]
+    structure: object
+    leaves: list[LeafInfo]
+    launches: list[int]
+    kernels: list[str]
+    violations: list[Violation]
+
+
+class TimedReference(TypedDict, total=False):
+    """Eager (and torch.compile) medians of the task."""
+
+    ok: bool
+    eager: TimingSample
+    compiled: TimingSample
+    compile_seconds: float
+    compile_error: str
+
+
+class TimedCandidate(TypedDict):
+    """The candidate's median; its last output is in OUTPUTS_FILE for the parent to check."""
+
+    ok: Literal[True]
+    candidate: TimingSample
+    violations: list[Violation]
+
+
+# ---------------------------------------------------------------- the audit's compile child (audit/compile_child.py)
+
+
+class CompileJobSpec(TypedDict):
+    """One compilation of one kernel (`compile_plan.CompileJob.as_dict`)."""
+
+    kernel: str
+    line: int
+    signature: dict[str, str]
+    constexprs: dict[str, object]
+    num_warps: int
+    num_stages: int | None
+
+
+class CompileSpec(TypedDict):
+    """The compile child's job file: the source to rebuild kernels from, the target and the compilations."""
+
+    source_path: str
+    capability: int
+    jobs: list[CompileJobSpec]
+
+
+class CompileResult(TypedDict, total=False):
+    """One compilation's outcome: `skipped` or `error` (a description with its location), else the figures."""
+
+    kernel: str
+    constexprs: dict[str, object]
+    skipped: str
+    error: dict
+    shared: int
+    registers: int
+    spill_stores: int
+    spill_loads: int
+
+
+class CompileOutcome(TypedDict, total=False):
+    """The compile child's result file; `failure` when the child itself did not finish (set by the parent)."""
+
+    notes: list[str]
+    results: list[CompileResult]
+    failure: str

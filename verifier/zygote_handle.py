@@ -1,0 +1,212 @@
+"""The trusted parent's handle on one sandboxed zygote: start it, send it jobs, watch each job from outside.
+
+A zygote (`zygote.py`) runs in its own namespaces with its own scratch directory and forks one child per job.
+The handle sends a `Job`, then waits for the zygote's `ZygoteReply` while a `sandbox.Meter` measures the job's
+process tree; when a limit is passed, or the caller cancels, it kills the whole sandbox. A zygote that died
+is started again on its next job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifier import procs, sandbox
+from verifier.errors import Cancelled, SandboxStartError
+from verifier.messages import Job, ZygoteReply
+
+START_TIMEOUT = 180.0
+POLL_SECONDS = 0.02
+
+
+@dataclass
+class JobOutcome:
+    """How a job ended, seen from outside: `ok`, `timeout`, `memory` or `died`."""
+
+    status: str
+    exit_code: int | None = None
+    signal: int | None = None
+    seconds: float = 0.0
+    peak_rss: int = 0
+    detail: str = ""
+
+
+class ZygoteHandle:
+    """A sandboxed zygote with its own scratch dir; runs one job at a time."""
+
+    def __init__(self, name: str, base: Path, device: str, isolate: bool, writable: Iterable[str] = ()):
+        self.name = name
+        self.base = base
+        self.device = device
+        self.isolate = isolate
+        self.writable = [str(p) for p in writable]
+        self.scratch = base / name
+        self.process: subprocess.Popen | None = None
+        self.zygote_pid: int | None = None
+        self.isolation: dict = {}
+        self._job_counter = 0
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def ensure_started(self) -> float:
+        """Start the zygote if it is not running; return the seconds that took (0 if it was warm)."""
+        return start_all([self])
+
+    def new_job_dir(self) -> tuple[str, Path]:
+        """A fresh job directory: (name relative to the scratch, host path)."""
+        self._job_counter += 1
+        name = f"job-{self._job_counter}"
+        path = self.scratch / name
+        if path.exists():
+            shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        return name, path
+
+    def run(self, job: Job, limits: sandbox.Limits, cancelled: Callable[[], bool] | None = None) -> JobOutcome:
+        """Send one job and watch it; kill the sandbox when it passes a limit, or when `cancelled()` turns
+        true (then raise Cancelled)."""
+        assert self.process is not None and self.process.stdin is not None
+        started = time.perf_counter()
+        meter = sandbox.Meter(self.zygote_pid, limits)
+        try:
+            self.process.stdin.write((json.dumps(job) + "\n").encode())
+            self.process.stdin.flush()
+        except OSError as exc:
+            self.stop()
+            return JobOutcome("died", detail=f"zygote pipe closed: {exc}")
+        while True:
+            line = self._read_line(min(meter.deadline, time.monotonic() + POLL_SECONDS))
+            if line:
+                reply: ZygoteReply = json.loads(line)
+                seconds = time.perf_counter() - started
+                return JobOutcome("ok", reply.get("exit_code"), reply.get("signal"), seconds, meter.peak_rss)
+            if self.process.poll() is not None:
+                detail = self._log_tail()
+                self.stop()
+                return JobOutcome("died", seconds=time.perf_counter() - started, peak_rss=meter.peak_rss, detail=detail)
+            exceeded = meter.exceeded()
+            if exceeded is not None:
+                self.stop()
+                return JobOutcome(exceeded, seconds=time.perf_counter() - started, peak_rss=meter.peak_rss)
+            if cancelled is not None and cancelled():
+                self.stop()
+                raise Cancelled
+
+    def wipe(self, keep: Iterable[str] = ()) -> None:
+        """Delete the scratch dir's contents but `keep` (between candidates, so none leaves files for the next)."""
+        if self.scratch.exists():
+            for child in self.scratch.iterdir():
+                if child.name in keep:
+                    continue
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        """Kill the zygote and everything it started."""
+        if self.process is None:
+            return
+        procs.kill_tree(self.process.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        self.process = None
+        self.zygote_pid = None
+
+    def _launch(self) -> None:
+        self.stop()
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        prefix, self.isolation = sandbox.launch_prefix(self.isolate)
+        command = [*prefix, sys.executable, "-m", "verifier.zygote", "--scratch", str(self.scratch)]
+        cover = self.base.parent if self.base.parent != Path("/") else self.base
+        command += ["--cover", str(cover)]
+        command += [arg for path in self.writable for arg in ("--writable", path)]
+        if prefix:
+            command.append("--lockdown")
+        log = open(self.base / f"{self.name}.log", "ab")  # noqa: SIM115 (handed to the child)
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=self._environment(),
+            start_new_session=True,
+            cwd=self.scratch,
+        )
+        log.close()
+
+    def _await_ready(self) -> None:
+        line = self._read_line(time.monotonic() + START_TIMEOUT)
+        if not line:
+            detail = self._log_tail()
+            self.stop()
+            raise SandboxStartError(f"verifier sandbox {self.name} failed to start: {detail}")
+        self.zygote_pid = self._find_zygote()
+
+    def _environment(self) -> dict:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_INTERPRET")}
+        root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else root
+        env["PYTHONUNBUFFERED"] = "1"
+        env.pop("TRITON_CACHE_DIR", None)
+        if self.device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        for path in self.writable:
+            env["TORCHINDUCTOR_CACHE_DIR"] = path
+        return env
+
+    def _find_zygote(self) -> int | None:
+        assert self.process is not None
+        if self.isolation.get("method") != "namespaces":
+            return self.process.pid
+        children = procs.descendants(self.process.pid)
+        return children[0] if children else None
+
+    def _read_line(self, deadline: float) -> bytes:
+        assert self.process is not None and self.process.stdout is not None
+        stream = self.process.stdout
+        remaining = deadline - time.monotonic()
+        while remaining > 0:
+            ready, _, _ = select.select([stream], [], [], min(remaining, 0.5))
+            if ready:
+                return stream.readline()
+            if self.process.poll() is not None:
+                return b""
+            remaining = deadline - time.monotonic()
+        return b""
+
+    def _log_tail(self) -> str:
+        try:
+            text = (self.base / f"{self.name}.log").read_text(errors="replace").strip()
+        except OSError:
+            return "no log"
+        return text.splitlines()[-1] if text else "no output"
+
+
+def start_all(zygotes: Iterable[ZygoteHandle]) -> float:
+    """Start every zygote that is not running, all at once; return the seconds until all were ready."""
+    cold = [z for z in zygotes if not z.running]
+    if not cold:
+        return 0.0
+    started = time.perf_counter()
+    for zygote in cold:
+        zygote._launch()
+    for zygote in cold:
+        zygote._await_ready()
+    return time.perf_counter() - started
