@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verifier import VerifierPool  # noqa: E402
-from verifier.device import resolve_device  # noqa: E402
+from verifier.device import DEVICES, resolve_device  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 ELEMENTWISE = ["add", "relu", "scale"]
@@ -64,7 +64,7 @@ def throughput(device: str, pool_size: int, count: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
+    parser.add_argument("--device", default="auto", choices=DEVICES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pool-size", type=int, default=2)
     parser.add_argument("--count", type=int, default=30)

@@ -26,7 +26,6 @@ def audit_now(session: Session, uri: str) -> None:
     document = session.server.workspace.get_text_document(uri)
     result = audit(document.source, document.path or uri, session.audit_config(document.path))
     state.findings, state.kernels, state.audited_version = result.findings, result.kernels, document.version
-    session.remember_tree(uri, document.version, result.tree)
     publish(session, uri)
     state.audited_at = asyncio.get_event_loop().time()
 

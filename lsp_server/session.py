@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -83,18 +84,12 @@ class Session:
     def state(self, uri: str) -> DocumentState:
         return self.documents.setdefault(uri, DocumentState())
 
-    def tree(self, uri: str) -> ast.Module | None:
-        """The document's syntax tree, parsed once per version (None while it does not parse)."""
-        document = self.server.workspace.get_text_document(uri)
+    def tree(self, uri: str, version: int | None, source: str) -> ast.Module | None:
+        """The syntax tree of one version of a document, parsed once (None while it does not parse)."""
         state = self.state(uri)
-        if not state.parsed or state.tree_version != document.version:
-            self.remember_tree(uri, document.version, task_source.parse(document.source))
+        if not state.parsed or state.tree_version != version:
+            state.tree, state.tree_version, state.parsed = task_source.parse(source), version, True
         return state.tree
-
-    def remember_tree(self, uri: str, version: int | None, tree: ast.Module | None) -> None:
-        """Keep a tree parsed elsewhere (the audit's) for this version, so nothing parses it again."""
-        state = self.state(uri)
-        state.tree, state.tree_version, state.parsed = tree, version, True
 
     def snapshot(self, uri: str) -> Snapshot:
         document = self.server.workspace.get_text_document(uri)
@@ -105,11 +100,11 @@ class Session:
             version=document.version,
             source=document.source,
             lines=document.lines,
-            tree=self.tree(uri),
             findings=state.findings,
             kernels=state.kernels,
             codec=self.server.workspace.position_codec,
             client=self.client,
+            parse=functools.partial(self.tree, uri, document.version, document.source),
         )
 
     def version(self, uri: str) -> int | None:

@@ -7,8 +7,8 @@ be tested without a server and never see state that changes under them.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
@@ -52,8 +52,16 @@ class Snapshot:
     version: int | None
     source: str
     lines: Sequence[str]
-    tree: ast.Module | None
     findings: list[Finding]
     kernels: list[KernelSpan]
     codec: PositionCodec
     client: ClientFeatures
+    parse: Callable[[], ast.Module | None] = field(repr=False, compare=False)
+
+    @property
+    def tree(self) -> ast.Module | None:
+        """The syntax tree of `source` (None if it does not parse), parsed when a feature first needs it.
+
+        Parsed apart from the audit, after the audit's garbage is freed: a tree kept from inside the audit
+        pins the memory the audit used (about 10 MiB more resident on a 2,000-line file)."""
+        return self.parse()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
 from verifier.device import DEVICES
 
@@ -50,6 +49,8 @@ def build_parser(parts: list[AddParser]) -> argparse.ArgumentParser:
 
 def installed_parts() -> list[AddParser]:
     """Each package's `add_parser`, from the entry points; the verifier's alone when none are installed."""
+    from importlib.metadata import entry_points  # slow to import; `python -m lsp_server` never needs it
+
     found = sorted(entry_points(group=ENTRY_POINTS), key=lambda e: ORDER.index(e.name) if e.name in ORDER else 99)
     return [entry.load() for entry in found] or [add_parser]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,11 @@ def test_no_gpu_means_cuda_request_is_a_usage_error():
     )
     assert result.returncode == 2
     assert "no CUDA GPU" in result.stderr
+
+
+def test_one_command_holds_every_package_s_commands_in_stack_order():
+    """`tritonize` is assembled from the installed packages' parsers (the entry points in pyproject.toml)."""
+    listed = tritonize("--help").stdout.split("COMMAND", 2)[-1]
+    commands = re.findall(r"^\s{4}(\w+)\s", listed, flags=re.MULTILINE)
+    assert commands == ["verify", "audit", "convert", "serve", "lsp"]
+    assert tritonize("lsp", "--help").stdout.startswith("usage: tritonize lsp [-h] [--tcp HOST:PORT]")

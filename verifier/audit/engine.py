@@ -43,12 +43,10 @@ class KernelSpan:
 
 @dataclass(frozen=True)
 class SourceAudit:
-    """The static findings of one source, and what was found on the way: the syntax tree (None if the source
-    does not parse) and the kernels (editors point findings at them)."""
+    """The static findings of one source, and the kernels found on the way (editors point findings at them)."""
 
     findings: list[Finding]
     kernels: list[KernelSpan]
-    tree: ast.Module | None
 
 
 def audit_source(source: str | bytes, path: str = "<string>", config: AuditConfig | None = None) -> list[Finding]:
@@ -61,13 +59,12 @@ def audit(source: str | bytes, path: str = "<string>", config: AuditConfig | Non
     config = config or AuditConfig()
     text, findings = _decode(source)
     kernels: list[KernelSpan] = []
-    tree = None
     if text is not None:
-        tree, findings, kernels = _static_findings(text)
+        findings, kernels = _static_findings(text)
     lines = (text or "").splitlines()
     noqa = suppressions(lines)
     kept = [f for f in findings if config.selects(f.rule) and not is_suppressed(f, noqa)]
-    return SourceAudit(sorted(kept, key=lambda f: (f.line, f.column, f.rule)), kernels, tree)
+    return SourceAudit(sorted(kept, key=lambda f: (f.line, f.column, f.rule)), kernels)
 
 
 def audit_file(path: Path, config: AuditConfig | None = None) -> FileFindings:
@@ -127,19 +124,19 @@ def _decode(source: str | bytes) -> tuple[str | None, list[Finding]]:
         return None, [Finding("TRI002", "error", message, line, column, line, column + 1)]
 
 
-def _static_findings(text: str) -> tuple[ast.Module | None, list[Finding], list[KernelSpan]]:
+def _static_findings(text: str) -> tuple[list[Finding], list[KernelSpan]]:
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
-        return None, [_syntax_finding(exc, text)], []
+        return [_syntax_finding(exc, text)], []
     except (RecursionError, MemoryError, ValueError) as exc:
-        return None, [Finding("TRI001", "error", f"cannot parse this file: {type(exc).__name__}: {exc}", 1)], []
+        return [Finding("TRI001", "error", f"cannot parse this file: {type(exc).__name__}: {exc}", 1)], []
     lines = text.splitlines()
     out = Collector(lines)
     try:
         index = SourceIndex(tree, text)
     except RecursionError:
-        return tree, [Finding("TRI000", "warning", "the file is nested too deeply to audit", 1)], []
+        return [Finding("TRI000", "warning", "the file is nested too deeply to audit", 1)], []
     for kernel in index.kernels.values():
         flow = KernelFlow(index, kernel)
         for check in KERNEL_RULES:
@@ -154,7 +151,7 @@ def _static_findings(text: str) -> tuple[ast.Module | None, list[Finding], list[
             out.findings.extend(check_candidate(text, index=index))
         except RecursionError:
             out.add("TRI000", tree, "the anti-hacking checks hit Python's recursion limit on this file")
-    return tree, out.findings, [_span(kernel.node, out) for kernel in index.kernels.values()]
+    return out.findings, [_span(kernel.node, out) for kernel in index.kernels.values()]
 
 
 def _span(node: ast.FunctionDef, out: Collector) -> KernelSpan:
