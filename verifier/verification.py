@@ -378,8 +378,9 @@ def _describe_outcome(outcome: JobOutcome, job_dir: Path) -> str:
 
 
 def _rejecting(violations: list[Violation]) -> list[Violation]:
-    """The runtime findings that refuse the candidate outright (the others make it incorrect)."""
-    return [v for v in violations if RULES[v["rule"]].rejects]
+    """The runtime findings that refuse the candidate outright (the others make it incorrect). The child's
+    result is untrusted: a rule id the catalog does not know can only come from tampering, and refuses too."""
+    return [v for v in violations if v.get("rule") not in RULES or RULES[v["rule"]].rejects]
 
 
 def _timing_summary(candidate: dict, reference: dict) -> dict:
