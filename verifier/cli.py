@@ -140,6 +140,7 @@ def _add_audit(subparsers: argparse._SubParsersAction) -> None:
         "--compile", action=argparse.BooleanOptionalAction, default=None, help="run compile checks (default: on)"
     )
     audit.add_argument("--compile-timeout", type=positive_float, help="seconds per file for compile checks (120)")
+    audit.add_argument("--time-budget", type=positive_float, help="seconds of static analysis per file (1)")
     audit.set_defaults(run=_run_audit)
 
 
@@ -154,6 +155,7 @@ def _run_audit(args: argparse.Namespace) -> int:
         target=args.target,
         compile=args.compile,
         compile_timeout=args.compile_timeout,
+        time_budget=args.time_budget,
     )
     return run_audit(request)
 

@@ -55,6 +55,7 @@ RULES: dict[str, Rule] = {
         _static("TRI000", "internal-error", "warning", "the audit itself failed on this code (please report it)"),
         _static("TRI001", "syntax-error", "error", "the file does not parse as Python"),
         _static("TRI002", "not-utf8", "error", "the file is not valid UTF-8"),
+        _static("TRI003", "time-budget", "info", "the audit ran out of its time budget; later findings are missing"),
         _static("TRI101", "arange-not-power-of-two", "error", "tl.arange range is not a power of two"),
         _static("TRI102", "arange-not-constexpr", "error", "tl.arange bound is a runtime value"),
         _static("TRI103", "shape-not-constexpr", "error", "a block shape uses a parameter not annotated tl.constexpr"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from verifier.audit import budget
 from verifier.audit.source_index import SourceIndex, dotted_name, resolve_name, walk_body
 from verifier.findings import Finding
 from verifier.rules import RULES
@@ -123,6 +124,7 @@ class _Checker:
     def run(self) -> None:
         self._collect_definitions()
         for node in self.nodes:
+            budget.check()
             if type(node) in MODULE_WIDE_NODES:
                 self._check_module_wide(node)
         if not self.kernels:
@@ -166,6 +168,7 @@ class _Checker:
     def _check_unused_kernels(self) -> None:
         used = {n.id for n in self.nodes if type(n) is ast.Name and type(n.ctx) is ast.Load}
         for node in self.nodes:
+            budget.check()
             if type(node) is ast.FunctionDef and node.name in self.kernels and node.name not in used:
                 self._add(
                     "TRI316",
@@ -267,6 +270,7 @@ class _Checker:
         seen: set[tuple[int, frozenset[str]]] = set()
         queue: list[_Work] = [(forward, methods, tensor_params)]
         while queue:
+            budget.check()
             work = queue.pop()
             if (id(work[0]), work[2]) in seen:
                 continue

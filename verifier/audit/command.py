@@ -29,6 +29,7 @@ class AuditRequest:
     target: str | None = None
     compile: bool | None = None
     compile_timeout: float | None = None
+    time_budget: float | None = None
 
 
 def run_audit(request: AuditRequest) -> int:
@@ -61,6 +62,7 @@ def _settings(request: AuditRequest) -> AuditConfig:
         "target": request.target,
         "compile": request.compile,
         "compile_timeout": request.compile_timeout,
+        "time_budget": request.time_budget,
     }
     config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
     validate(config, "command line" if config.source is None else f"{config.source} or the command line")

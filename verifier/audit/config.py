@@ -11,10 +11,11 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from verifier.audit.budget import DEFAULT_SECONDS
 from verifier.rules import AUDIT_RULES
 
 TARGET_PATTERN = re.compile(r"^sm_(\d{2,3})a?$")
-KEYS = {"select", "ignore", "target", "compile", "exclude", "compile-timeout"}
+KEYS = {"select", "ignore", "target", "compile", "exclude", "compile-timeout", "time-budget"}
 
 
 class ConfigError(ValueError):
@@ -31,6 +32,7 @@ class AuditConfig:
     compile: bool = True
     exclude: tuple[str, ...] = ()
     compile_timeout: float = 120.0
+    time_budget: float = DEFAULT_SECONDS
     source: str | None = field(default=None, compare=False)
 
     def selects(self, rule: str) -> bool:
@@ -79,11 +81,12 @@ def from_mapping(section: object, where: str) -> AuditConfig:
         if not isinstance(section["compile"], bool):
             raise ConfigError(f"{where}: compile must be true or false")
         config = replace(config, compile=section["compile"])
-    if "compile-timeout" in section:
-        timeout = section["compile-timeout"]
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-            raise ConfigError(f"{where}: compile-timeout must be a positive number of seconds")
-        config = replace(config, compile_timeout=float(timeout))
+    for key, attribute in (("compile-timeout", "compile_timeout"), ("time-budget", "time_budget")):
+        if key in section:
+            seconds = section[key]
+            if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds <= 0:
+                raise ConfigError(f"{where}: {key} must be a positive number of seconds")
+            config = replace(config, **{attribute: float(seconds)})
     validate(config, where)
     return config
 

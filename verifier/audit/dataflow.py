@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from verifier.audit import budget
 from verifier.audit.source_index import CHILD_FIELDS, Kernel, SourceIndex, child_nodes
 
 REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod", "xor_sum", "associative_scan"}
@@ -63,9 +64,10 @@ class KernelFlow:
         order = [name for name in self.kernel.assignments if name in members]
         queue = list(reversed(order))
         queued = set(queue)
-        budget = MAX_ROUNDS * len(group)
-        while queue and budget > 0:
-            budget -= 1
+        rounds_left = MAX_ROUNDS * len(group)
+        while queue and rounds_left > 0:
+            budget.check()
+            rounds_left -= 1
             name = queue.pop()
             queued.discard(name)
             if self._update(name):
@@ -86,6 +88,7 @@ class KernelFlow:
         key = id(node)
         if key in self._nodes:
             return self._nodes[key]
+        budget.check()
         tags = self._expression_tags(node, depth)
         if self._memoise:
             self._nodes[key] = tags

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.audit import language, memory, numerics, performance
+from verifier.audit import budget, language, memory, numerics, performance
 from verifier.audit.anti_hacking import check_candidate
 from verifier.audit.collector import Collector
 from verifier.audit.config import AuditConfig
@@ -19,6 +19,12 @@ from verifier.audit.source_index import SourceIndex
 from verifier.findings import Finding
 
 KERNEL_RULES = (language.check_kernel, memory.check_kernel, numerics.check_kernel, performance.check_kernel)
+RULE_FAMILIES = {
+    language.check_kernel: "the language rules (TRI1xx)",
+    memory.check_kernel: "the memory rules (TRI2xx)",
+    numerics.check_kernel: "the numerics rules (TRI4xx)",
+    performance.check_kernel: "the performance rules (TRI5xx)",
+}
 SKIPPED_DIRECTORIES = {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"}
 
 
@@ -60,7 +66,7 @@ def audit(source: str | bytes, path: str = "<string>", config: AuditConfig | Non
     text, findings = _decode(source)
     kernels: list[KernelSpan] = []
     if text is not None:
-        findings, kernels = _static_findings(text)
+        findings, kernels = _static_findings(text, config.time_budget)
     lines = (text or "").splitlines()
     noqa = suppressions(lines)
     kept = [f for f in findings if config.selects(f.rule) and not is_suppressed(f, noqa)]
@@ -124,7 +130,7 @@ def _decode(source: str | bytes) -> tuple[str | None, list[Finding]]:
         return None, [Finding("TRI002", "error", message, line, column, line, column + 1)]
 
 
-def _static_findings(text: str) -> tuple[list[Finding], list[KernelSpan]]:
+def _static_findings(text: str, seconds: float) -> tuple[list[Finding], list[KernelSpan]]:
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
@@ -137,21 +143,43 @@ def _static_findings(text: str) -> tuple[list[Finding], list[KernelSpan]]:
         index = SourceIndex(tree, text)
     except RecursionError:
         return [Finding("TRI000", "warning", "the file is nested too deeply to audit", 1)], []
-    for kernel in index.kernels.values():
-        flow = KernelFlow(index, kernel)
-        for check in KERNEL_RULES:
-            try:
-                check(index, kernel, flow, out)
-            except Exception as exc:  # a bug in one rule must not hide the others' findings
-                message = f"{check.__module__} failed on kernel `{kernel.name}`: {type(exc).__name__}: {exc}"
-                out.add("TRI000", kernel.node, message + " (please report this)")
-    language.check_launches(index, out)
-    if index.is_candidate():
+    kernels = [_span(kernel.node, out) for kernel in index.kernels.values()]
+    stage, anchor = "", tree
+    with budget.limit(seconds):
         try:
-            out.findings.extend(check_candidate(text, index=index))
-        except RecursionError:
-            out.add("TRI000", tree, "the anti-hacking checks hit Python's recursion limit on this file")
-    return out.findings, [_span(kernel.node, out) for kernel in index.kernels.values()]
+            for kernel in index.kernels.values():
+                stage, anchor = f"the data flow of kernel `{kernel.name}`", kernel.node
+                flow = KernelFlow(index, kernel)
+                for check in KERNEL_RULES:
+                    stage = f"{RULE_FAMILIES[check]} on kernel `{kernel.name}`"
+                    _run_rule(check, index, kernel, flow, out)
+            stage, anchor = "the launch checks (TRI108)", tree
+            language.check_launches(index, out)
+            if index.is_candidate():
+                stage = "the anti-hacking rules (TRI301-TRI316)"
+                try:
+                    out.findings.extend(check_candidate(text, index=index))
+                except RecursionError:
+                    out.add("TRI000", tree, "the anti-hacking checks hit Python's recursion limit on this file")
+        except budget.OutOfTime:
+            out.add(
+                "TRI003",
+                anchor,
+                f"the audit stopped after its {seconds:g} s time budget, in {stage}; findings after that point are "
+                "missing. Raise `time-budget` in [tool.tritonize.audit] (or --time-budget) to audit the whole file",
+            )
+    return out.findings, kernels
+
+
+def _run_rule(check, index: SourceIndex, kernel, flow: KernelFlow, out: Collector) -> None:
+    """One rule family on one kernel; a bug in it must not hide the other rules' findings."""
+    try:
+        check(index, kernel, flow, out)
+    except budget.OutOfTime:
+        raise
+    except Exception as exc:
+        message = f"{check.__module__} failed on kernel `{kernel.name}`: {type(exc).__name__}: {exc}"
+        out.add("TRI000", kernel.node, message + " (please report this)")
 
 
 def _span(node: ast.FunctionDef, out: Collector) -> KernelSpan:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from verifier.audit import budget
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import KernelFlow, keyword
 from verifier.audit.source_index import WRAPPING_DECORATORS, Kernel, SourceIndex, next_power_of_two
@@ -42,7 +43,9 @@ if hasattr(ast, "Match"):
 def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Collector) -> None:
     """Run every TRI1xx rule on one kernel."""
     _unsupported_constructs(index, kernel, out)
+    shapes = _Shapes(index, kernel)
     for node in kernel.nodes:
+        budget.check()
         if not isinstance(node, ast.Call):
             continue
         function = index.tl_function(node)
@@ -51,7 +54,7 @@ def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Coll
         elif function in {"program_id", "num_programs"}:
             _axis(index, node, function, out)
         elif function == "dot":
-            _dot_shapes(index, kernel, flow, node, out)
+            _dot_shapes(shapes, flow, node, out)
         if function in SHAPE_ARGUMENTS or function in VARIADIC_SHAPES or function == "make_block_ptr":
             for element in _shape_elements(node, function):
                 _shape_parameter(index, kernel, element, function, out)
@@ -93,6 +96,7 @@ def check_launches(index: SourceIndex, out: Collector) -> None:
 
 def _unsupported_constructs(index: SourceIndex, kernel: Kernel, out: Collector) -> None:
     for node in kernel.nodes:
+        budget.check()
         what = UNSUPPORTED.get(type(node))
         if isinstance(node, ast.For | ast.While):
             what = "`else` after a loop" if node.orelse else None
@@ -240,13 +244,13 @@ def _plain_call(index: SourceIndex, kernel: Kernel, call: ast.Call, out: Collect
     )
 
 
-def _dot_shapes(index: SourceIndex, kernel: Kernel, flow: KernelFlow, call: ast.Call, out: Collector) -> None:
+def _dot_shapes(shapes: _Shapes, flow: KernelFlow, call: ast.Call, out: Collector) -> None:
     if len(call.args) < 2:
         return
-    shapes = [_shape(index, kernel, arg, 0) for arg in call.args[:2]]
-    if any(s is None or len(s) != 2 for s in shapes):
+    operands = [shapes.of(arg) for arg in call.args[:2]]
+    if any(s is None or len(s) != 2 for s in operands):
         return
-    (m, k), (_, n) = shapes
+    (m, k), (_, n) = operands
     small = [(label, v) for label, v in (("M", m), ("K", k), ("N", n)) if isinstance(v, int) and v < 16]
     if not small:
         return
@@ -262,44 +266,70 @@ def _dot_shapes(index: SourceIndex, kernel: Kernel, flow: KernelFlow, call: ast.
     )
 
 
-def _shape(index: SourceIndex, kernel: Kernel, node: ast.AST, depth: int) -> tuple | None:
-    """The block shape of a kernel expression when it is built from literal sizes, else None."""
-    if depth > 30:
+class _Shapes:
+    """Block shapes of a kernel's expressions when they are built from literal sizes (else None).
+
+    Each expression and each name is worked out once per kernel, so a kernel that reassigns names in branches
+    and loops costs time in proportion to its size; a name whose shape depends on itself (`a = a * 2 + b` in a
+    loop) is unknown.
+    """
+
+    def __init__(self, index: SourceIndex, kernel: Kernel):
+        self.index = index
+        self.kernel = kernel
+        self.names: dict[str, tuple | None] = {}
+        self.resolving: set[str] = set()
+
+    def of(self, node: ast.AST) -> tuple | None:
+        budget.check()
+        index = self.index
+        if isinstance(node, ast.Name):
+            return self._name(node.id)
+        if isinstance(node, ast.Subscript):
+            base = self.of(node.value)
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if base is None or len(base) != sum(1 for i in items if isinstance(i, ast.Slice)):
+                return None
+            dims, rest = [], iter(base)
+            for item in items:
+                dims.append(next(rest) if isinstance(item, ast.Slice) else 1)
+            return tuple(dims) if all(isinstance(i, ast.Slice) or _is_none(i) for i in items) else None
+        if isinstance(node, ast.BinOp | ast.Compare):
+            parts = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.left, *node.comparators]
+            return _broadcast([self.of(p) for p in parts])
+        if not isinstance(node, ast.Call):
+            return () if index.const_value(node) is not None else None
+        if (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr in {"to", "cast"}
+            and index.tl_function(node) is None
+        ):
+            return self.of(node.func.value)
+        function = index.tl_function(node)
+        if function == "arange" and len(node.args) == 2:
+            low, high = (index.const_value(a) for a in node.args)
+            return (high - low,) if isinstance(low, int) and isinstance(high, int) else None
+        if function in {"zeros", "full"} and node.args:
+            shape = node.args[0]
+            elements = shape.elts if isinstance(shape, ast.Tuple | ast.List) else None
+            values = [index.const_value(e) for e in elements] if elements is not None else None
+            return tuple(values) if values and all(isinstance(v, int) for v in values) else None
+        if function == "load" and node.args:
+            return self.of(node.args[0])
         return None
-    if isinstance(node, ast.Name) and node.id in kernel.params and node.id not in kernel.assignments:
-        return ()
-    if isinstance(node, ast.Name):
-        values = kernel.assignments.get(node.id, [])
-        shapes = {_shape(index, kernel, v, depth + 1) for v in values}
-        return shapes.pop() if len(shapes) == 1 else None
-    if isinstance(node, ast.Subscript):
-        base = _shape(index, kernel, node.value, depth + 1)
-        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if base is None or len(base) != sum(1 for i in items if isinstance(i, ast.Slice)):
+
+    def _name(self, name: str) -> tuple | None:
+        if name in self.kernel.params and name not in self.kernel.assignments:
+            return ()
+        if name in self.names:
+            return self.names[name]
+        if name in self.resolving:
             return None
-        dims, rest = [], iter(base)
-        for item in items:
-            dims.append(next(rest) if isinstance(item, ast.Slice) else 1)
-        return tuple(dims) if all(isinstance(i, ast.Slice) or _is_none(i) for i in items) else None
-    if isinstance(node, ast.BinOp | ast.Compare):
-        parts = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.left, *node.comparators]
-        return _broadcast([_shape(index, kernel, p, depth + 1) for p in parts])
-    if not isinstance(node, ast.Call):
-        return () if index.const_value(node) is not None else None
-    if isinstance(node.func, ast.Attribute) and node.func.attr in {"to", "cast"} and index.tl_function(node) is None:
-        return _shape(index, kernel, node.func.value, depth + 1)
-    function = index.tl_function(node)
-    if function == "arange" and len(node.args) == 2:
-        low, high = (index.const_value(a) for a in node.args)
-        return (high - low,) if isinstance(low, int) and isinstance(high, int) else None
-    if function in {"zeros", "full"} and node.args:
-        shape = node.args[0]
-        elements = shape.elts if isinstance(shape, ast.Tuple | ast.List) else None
-        values = [index.const_value(e) for e in elements] if elements is not None else None
-        return tuple(values) if values and all(isinstance(v, int) for v in values) else None
-    if function == "load" and node.args:
-        return _shape(index, kernel, node.args[0], depth + 1)
-    return None
+        self.resolving.add(name)
+        found = {self.of(value) for value in self.kernel.assignments.get(name, [])}
+        self.resolving.discard(name)
+        self.names[name] = found.pop() if len(found) == 1 else None
+        return self.names[name]
 
 
 def _broadcast(shapes: list[tuple | None]) -> tuple | None:

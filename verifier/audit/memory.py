@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from verifier.audit import budget
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import REDUCTIONS, KernelFlow, call_name, keyword, location, tagged_locations
 from verifier.audit.source_index import Kernel, SourceIndex
@@ -17,6 +18,7 @@ def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Coll
     proven = _size_asserted(index, kernel)
     products: list[tuple[ast.BinOp, ast.expr, str]] = []
     for node in kernel.nodes:
+        budget.check()
         if isinstance(node, ast.Call) and not proven and id(node) not in guarded:
             if index.tl_function(node) in {"load", "store"}:
                 _unmasked(index, flow, node, out)
@@ -52,6 +54,7 @@ def _masked_garbage(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: C
     reached: dict[str, set[str]] = {}
     scaled: set[str] = set()
     for node in kernel.nodes:
+        budget.check()
         if not isinstance(node, ast.Call) or call_name(index, node) not in REDUCTIONS:
             continue
         operand = node.args[0] if node.args else (node.func.value if isinstance(node.func, ast.Attribute) else None)
@@ -146,6 +149,7 @@ def _constexpr_guarded(index: SourceIndex, kernel: Kernel) -> set[int]:
     """Nodes under an `if` on constexpr parameters only (the EVEN_K / no-mask fast-path pattern)."""
     guarded: set[int] = set()
     for node in kernel.nodes:
+        budget.check()
         if isinstance(node, ast.If) and id(node) not in guarded:
             names = {n.id for n in index.subtree(node.test) if isinstance(n, ast.Name)}
             if names and names <= kernel.constexprs:
