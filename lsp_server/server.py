@@ -1,7 +1,7 @@
 """The language server's handlers: one function per LSP method, each saying where its work runs.
 
-"On the loop" handlers finish quickly on pygls's event loop (an audit of one document is milliseconds);
-"background" work runs in a thread or as a task that the loop only awaits. State lives in `session.py`,
+"On the loop" handlers finish quickly on pygls's event loop; "background" work runs in a thread (audits,
+compile checks) or as a task that the loop only awaits. State lives in `session.py`,
 features are functions of a document snapshot, and pygls's gaps are patched in `protocol.py`. Nothing here
 imports torch: the server is up in well under a second.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from lsprotocol import types
@@ -22,6 +23,7 @@ from lsp_server.snapshot import ClientFeatures
 from lsp_server.task_source import TaskSourceError
 
 Command = Callable[[Session, dict[str, Any]], Awaitable[dict[str, Any]]]
+CODE_ACTION_WAIT = 1.5  # seconds a code action waits for the audit of the current text
 
 
 class TritonizeServer(PatchedLanguageServer):
@@ -48,10 +50,10 @@ async def initialized(ls: TritonizeServer, params: types.InitializedParams) -> N
 
 @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 async def did_change_configuration(ls: TritonizeServer, params: types.DidChangeConfigurationParams) -> None:
-    """Background task: reload the settings, then re-audit every open document on the loop."""
+    """Background task: reload the settings, then re-audit every open document (in the background)."""
     await ls.session.load_settings()
     for uri in list(ls.session.documents):
-        auditing.audit_now(ls.session, uri)
+        auditing.audit_soon(ls.session, uri, at_once=True)
 
 
 @server.feature(types.SHUTDOWN)
@@ -62,20 +64,21 @@ def shutdown(ls: TritonizeServer, params: None) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: TritonizeServer, params: types.DidOpenTextDocumentParams) -> None:
-    """On the loop: audit and publish."""
-    auditing.audit_now(ls.session, params.text_document.uri)
+    """On the loop: start an audit in the background (it publishes when done)."""
+    auditing.audit_soon(ls.session, params.text_document.uri, at_once=True)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 async def did_change(ls: TritonizeServer, params: types.DidChangeTextDocumentParams) -> None:
-    """On the loop (as a task, after pygls has applied the change): audit now or when the interval ends."""
+    """On the loop (as a task, after pygls has applied the change): start an audit now or when the interval
+    ends."""
     auditing.audit_soon(ls.session, params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: TritonizeServer, params: types.DidSaveTextDocumentParams) -> None:
-    """On the loop: audit; compile checks follow in a background thread."""
-    auditing.audit_now(ls.session, params.text_document.uri)
+    """On the loop: start an audit and the compile checks, both in the background."""
+    auditing.audit_soon(ls.session, params.text_document.uri, at_once=True)
     auditing.compile_later(ls.session, params.text_document.uri)
 
 
@@ -91,11 +94,14 @@ def did_close(ls: TritonizeServer, params: types.DidCloseTextDocumentParams) -> 
     types.TEXT_DOCUMENT_CODE_ACTION,
     types.CodeActionOptions(code_action_kinds=actions.KINDS, resolve_provider=False),
 )
-def code_action(ls: TritonizeServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    """On the loop: quick fixes from the latest findings, and the editor actions, from the AST alone."""
+async def code_action(ls: TritonizeServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    """Background task: waits (briefly) for the audit of the current text, then answers from the snapshot:
+    quick fixes from its findings (none if they are for older text), editor actions from its syntax tree."""
     uri = params.text_document.uri
-    auditing.audit_pending(ls.session, uri)
+    current = await auditing.settled(ls.session, uri, CODE_ACTION_WAIT)
     snapshot = ls.session.snapshot(uri)
+    if not current:
+        snapshot = replace(snapshot, findings=[])
     found = quick_fixes.code_actions(snapshot, params.range)
     found += actions.editor_actions(snapshot, params.range.start.line)
     return [action for action in found if actions.wanted(action, params.context.only)]

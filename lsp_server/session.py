@@ -49,6 +49,8 @@ class DocumentState:
     audited_version: int | None = None
     audited_at: float = float("-inf")
     pending_audit: asyncio.TimerHandle | None = None
+    auditing: asyncio.Task | None = None
+    audit_again: bool = False
     compiled: list[Finding] = field(default_factory=list)
     compiled_version: int | None = None
     compiling: asyncio.Task | None = None
@@ -57,12 +59,10 @@ class DocumentState:
     parsed: bool = False
 
     def cancel_work(self) -> None:
-        if self.pending_audit is not None:
-            self.pending_audit.cancel()
-            self.pending_audit = None
-        if self.compiling is not None:
-            self.compiling.cancel()
-            self.compiling = None
+        for work in (self.pending_audit, self.auditing, self.compiling):
+            if work is not None:
+                work.cancel()
+        self.pending_audit = self.auditing = self.compiling = None
 
 
 class Session:

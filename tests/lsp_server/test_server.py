@@ -13,6 +13,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from tests.lsp_server.editing import apply_text_edits, column, edits_for, replace_text
+from tests.verifier.audit.worst_cases import many_kernels
 
 SOURCE = """import triton
 import triton.language as tl
@@ -168,3 +169,52 @@ async def test_editor_settings_steer_the_audit_and_bad_ones_are_named_once(clien
     assert any("tritonize.placement: expected one of new_file, below, replace" in w for w in warnings)
     assert any("tritonize.samples: expected a whole number" in w for w in warnings)
     assert any("tritonize.colour is not a setting" in w for w in warnings)
+
+
+def _slow_file(tmp_path) -> tuple[str, str]:
+    """A large generated file whose audit takes a while, with the time budget raised so it runs to the end."""
+    (tmp_path / "pyproject.toml").write_text("[tool.tritonize.audit]\ntime-budget = 120\n")
+    return (tmp_path / "slow.py").as_uri(), many_kernels(6000)
+
+
+@pytest.mark.asyncio
+async def test_requests_are_answered_while_an_audit_runs(client: LanguageClient, tmp_path):
+    small = await _open(client, tmp_path, SOURCE)
+    slow, text = _slow_file(tmp_path)
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=slow, language_id="python", version=1, text=text))
+    )
+    await asyncio.sleep(0.2)  # the slow audit is under way
+    here = types.Position(line=6, character=4)
+    started = time.perf_counter()
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=small),
+            range=types.Range(start=here, end=here),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    answered = time.perf_counter() - started
+    assert any(a.title == "Make the program id int64 (TRI203)" for a in actions)
+    assert slow not in client.diagnostics, "the slow audit finished first, so this proved nothing"
+    assert answered < 1.0
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert slow in client.diagnostics
+
+
+@pytest.mark.asyncio
+async def test_an_audit_of_text_that_changed_meanwhile_is_dropped(client: LanguageClient, tmp_path):
+    slow, text = _slow_file(tmp_path)
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=slow, language_id="python", version=1, text=text))
+    )
+    await asyncio.sleep(0.2)  # the slow audit of version 1 is under way
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=slow, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=SOURCE)],
+        )
+    )
+    first = await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert (first.uri, first.version) == (slow, 2), "the audit of the old text was published"
+    assert sorted(d.code for d in first.diagnostics) == ["TRI101", "TRI203", "TRI203"]

@@ -117,6 +117,7 @@ class _Checker:
         self.kernels = set(index.kernels)
         self.task_module = task_module
         self.findings: list[Finding] = []
+        self.seen: set[Finding] = set()
         self.functions: dict[str, ast.FunctionDef] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         self.module_names: set[str] = set()
@@ -141,7 +142,8 @@ class _Checker:
         end_col = (getattr(node, "end_col_offset", None) or col - 1) + 1
         severity = RULES[rule].severity
         finding = Finding(rule, severity, message, line, col, end_line, end_col)
-        if finding not in self.findings:
+        if finding not in self.seen:
+            self.seen.add(finding)
             self.findings.append(finding)
 
     def _resolve(self, node: ast.AST) -> str | None:

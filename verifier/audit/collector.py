@@ -14,11 +14,13 @@ class Collector:
     def __init__(self, lines: list[str]):
         self.lines = lines
         self.findings: list[Finding] = []
+        self._seen: set[Finding] = set()
 
     def add(self, rule: str, node: ast.AST, message: str, fix: dict | None = None, severity: str | None = None) -> None:
         line, column, end_line, end_column = self.span(node)
         finding = Finding(rule, severity or RULES[rule].severity, message, line, column, end_line, end_column, fix)
-        if finding not in self.findings:
+        if finding not in self._seen:
+            self._seen.add(finding)
             self.findings.append(finding)
 
     def span(self, node: ast.AST) -> tuple[int, int, int, int]:

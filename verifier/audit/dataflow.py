@@ -60,7 +60,10 @@ class KernelFlow:
     def _iterate(self, group: list[str], depends: dict[str, set[str]]) -> None:
         """Worklist over one cycle of names until nothing changes (or the round budget runs out)."""
         members = set(group)
-        users = {name: {user for user in group if name in depends[user]} for name in group}
+        users: dict[str, set[str]] = {name: set() for name in group}
+        for user in group:
+            for name in depends[user] & members:
+                users[name].add(user)
         order = [name for name in self.kernel.assignments if name in members]
         queue = list(reversed(order))
         queued = set(queue)
