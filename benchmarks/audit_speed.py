@@ -40,9 +40,12 @@ def main() -> None:
 
     started = time.perf_counter()
     counts: collections.Counter[tuple[str, str]] = collections.Counter()
+    slowest = (0.0, "")
     for path, source in sources.items():
+        tick = time.perf_counter()
         for finding in audit_source(source, str(path), config):
             counts[(finding.rule, finding.severity)] += 1
+        slowest = max(slowest, (time.perf_counter() - tick, str(path.relative_to(path.anchor))))
     elapsed = time.perf_counter() - started
 
     big = two_thousand_lines(sources)
@@ -57,6 +60,7 @@ def main() -> None:
     print(f"{'static rules, all files (s)':<44} {elapsed:>14.3f}")
     print(f"{'static rules, lines/s':<44} {lines / elapsed:>14,.0f}")
     print(f"{'2,000-line file, median of 20 (ms)':<44} {statistics.median(big_times) * 1000:>14.1f}")
+    print(f"{'slowest file (ms)':<44} {slowest[0] * 1000:>14.1f}  {slowest[1]}")
     _compile_costs(sources, args.compile_files)
     print()
     print(f"{'rule':<8} {'severity':<8} {'count':>6} {'per 1,000 lines':>16}")

@@ -125,7 +125,6 @@ class _Checker:
     def run(self) -> None:
         self._collect_definitions()
         for node in self.nodes:
-            budget.check()
             if type(node) in MODULE_WIDE_NODES:
                 self._check_module_wide(node)
         if not self.kernels:
@@ -170,7 +169,6 @@ class _Checker:
     def _check_unused_kernels(self) -> None:
         used = {n.id for n in self.nodes if type(n) is ast.Name and type(n.ctx) is ast.Load}
         for node in self.nodes:
-            budget.check()
             if type(node) is ast.FunctionDef and node.name in self.kernels and node.name not in used:
                 self._add(
                     "TRI316",

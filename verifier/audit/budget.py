@@ -41,10 +41,18 @@ def limit(seconds: float) -> Iterator[None]:
 
 
 def check() -> None:
-    """Raise OutOfTime once the open budget is spent."""
+    """Raise OutOfTime once the open budget is spent (the clock is read every CHECK_EVERY calls): for the
+    recursions and fixed points inside rules."""
     budget = _open.get()
     if budget is None:
         return
     budget.calls += 1
     if budget.calls % CHECK_EVERY == 0 and time.monotonic() > budget.deadline:
+        raise OutOfTime
+
+
+def check_now() -> None:
+    """Raise OutOfTime if the open budget is spent: between rules, where a clock read costs nothing."""
+    budget = _open.get()
+    if budget is not None and time.monotonic() > budget.deadline:
         raise OutOfTime

@@ -13,6 +13,14 @@ from verifier.audit import budget
 from verifier.audit.source_index import CHILD_FIELDS, Kernel, SourceIndex, child_nodes
 
 REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod", "xor_sum", "associative_scan"}
+# Lanes a masked tl.load without other= leaves out: Triton's NVIDIA lowering sets them to 0 (the language leaves
+# them undefined). The tag says what became of that 0 on the way: kept (plain), kept and known >= 0 (nonneg,
+# through abs), moved off 0 (exp: 0 -> 1; moved: log, division, powers), or multiplied by something (scaled:
+# what the lanes hold is then unknown, whatever follows).
+MASKED = "masked_no_other_"
+MASKED_KINDS = ("exp", "moved", "plain", "nonneg", "scaled")
+MOVING_ZERO = {"exp": "exp", "exp2": "exp", "log": "moved", "log2": "moved", "rsqrt": "moved", "fdiv": "moved"}
+MOVING_ZERO |= {"div_rn": "moved", "pow": "moved"}
 MAX_DEPTH = 60
 MAX_ROUNDS = 12
 EMPTY: frozenset[str] = frozenset()
@@ -113,7 +121,9 @@ class KernelFlow:
         left = self.tags(node.left, depth + 1)
         tags = left | self.tags(node.right, depth + 1)
         if isinstance(node.op, ast.Mult):
-            tags = frozenset(t.replace("masked_no_other@", "masked_no_other_scaled@") for t in tags)
+            tags = _masked_as(tags, "scaled", {"plain", "nonneg"})
+        if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod | ast.Pow):
+            tags = _masked_as(tags, "moved", {"plain", "nonneg"})
         if isinstance(node.op, ast.Mod) and "arange" in left:
             tags |= {"wrapped"}
         if isinstance(node.op, ast.Sub) and self.index.const_value(node.right) is None:
@@ -144,6 +154,10 @@ class KernelFlow:
             inner |= {"i64"}
         if function in {"exp", "exp2"} and "load" in inner and not {"sub", "max"} & inner:
             inner |= {f"unshifted_exp@{location(call)}"}
+        if function in MOVING_ZERO:
+            inner = _masked_as(inner, MOVING_ZERO[function], {"plain", "nonneg"})
+        if function == "abs":
+            inner = _masked_as(inner, "nonneg", {"plain"})
         if function in {"to", "cast"} and _mentions_low_precision(self.index, call):
             inner |= {"low_precision"}
         if function == "load":
@@ -153,11 +167,39 @@ class KernelFlow:
             pointer = self.tags(call.args[0], depth + 1) if call.args else frozenset()
             tags = {"load"} | {t for t in pointer if t.startswith("param:")}
             if has_mask and not has_other and "block_ptr" not in pointer:
-                tags.add(f"masked_no_other@{location(call)}")
+                tags.add(f"{MASKED}plain@{location(call)}")
             return frozenset(tags)
         if function == "where":
-            return frozenset(t for t in inner if not t.startswith("masked_no_other"))
+            return frozenset(t for t in inner if not t.startswith(MASKED))
         return inner
+
+
+def _masked_as(tags: frozenset[str], kind: str, kinds: set[str]) -> frozenset[str]:
+    """Re-tag masked-lane facts of the given kinds: what happened to the lanes' zeros on the way."""
+    if not any(t.startswith(MASKED) for t in tags):
+        return tags
+    changed = set()
+    for tag in tags:
+        head, _, where = tag.partition("@")
+        if head.startswith(MASKED) and head[len(MASKED) :] in kinds:
+            tag = f"{MASKED}{kind}@{where}"
+        changed.add(tag)
+    return frozenset(changed)
+
+
+def masked_lanes(tags: frozenset[str]) -> dict[str, str]:
+    """`load location -> kind` for each masked load without `other=` whose lanes reach these tags."""
+    found = {}
+    for tag in tags:
+        head, _, where = tag.partition("@")
+        if head.startswith(MASKED):
+            kind = head[len(MASKED) :]
+            found[where] = kind if found.get(where) in (None, kind) else _worse(found[where], kind)
+    return found
+
+
+def _worse(a: str, b: str) -> str:
+    return min(a, b, key=MASKED_KINDS.index)
 
 
 def location(node: ast.AST) -> str:

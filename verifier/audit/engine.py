@@ -152,6 +152,7 @@ def _static_findings(text: str, seconds: float) -> tuple[list[Finding], list[Ker
                 flow = KernelFlow(index, kernel)
                 for check in KERNEL_RULES:
                     stage = f"{RULE_FAMILIES[check]} on kernel `{kernel.name}`"
+                    budget.check_now()
                     _run_rule(check, index, kernel, flow, out)
             stage, anchor = "the launch checks (TRI108)", tree
             language.check_launches(index, out)

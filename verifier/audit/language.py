@@ -7,7 +7,13 @@ import ast
 from verifier.audit import budget
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import KernelFlow, keyword
-from verifier.audit.source_index import WRAPPING_DECORATORS, Kernel, SourceIndex, next_power_of_two
+from verifier.audit.source_index import (
+    WRAPPING_DECORATORS,
+    Kernel,
+    SourceIndex,
+    constexpr_guarded,
+    next_power_of_two,
+)
 
 SHAPE_ARGUMENTS = {"zeros": (0, "shape"), "full": (0, "shape")}
 VARIADIC_SHAPES = {"reshape", "view", "broadcast_to"}
@@ -45,7 +51,6 @@ def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Coll
     _unsupported_constructs(index, kernel, out)
     shapes = _Shapes(index, kernel)
     for node in kernel.nodes:
-        budget.check()
         if not isinstance(node, ast.Call):
             continue
         function = index.tl_function(node)
@@ -95,9 +100,13 @@ def check_launches(index: SourceIndex, out: Collector) -> None:
 
 
 def _unsupported_constructs(index: SourceIndex, kernel: Kernel, out: Collector) -> None:
+    """TRI105; in a branch chosen by constexpr values, only a warning (Triton compiles just the branch taken),
+    and a `raise` there is the usual way to refuse a bad constexpr, so it is fine."""
+    guarded = constexpr_guarded(index, kernel)
     for node in kernel.nodes:
-        budget.check()
         what = UNSUPPORTED.get(type(node))
+        if id(node) in guarded and isinstance(node, ast.Raise):
+            continue
         if isinstance(node, ast.For | ast.While):
             what = "`else` after a loop" if node.orelse else None
             returns = [n for stmt in node.body for n in index.subtree(stmt) if isinstance(n, ast.Return)]
@@ -109,11 +118,13 @@ def _unsupported_constructs(index: SourceIndex, kernel: Kernel, out: Collector) 
                     "keep a flag and return after the loop",
                 )
         if what is not None:
+            taken = " if the launch's constexpr values select this branch" if id(node) in guarded else ""
             out.add(
                 "TRI105",
                 _head(node),
                 f"{what} is not supported inside a @triton.jit function (`{kernel.name}`); "
-                "the compiler rejects the kernel",
+                f"the compiler rejects the kernel{taken}",
+                severity="warning" if taken else None,
             )
 
 

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import ast
 
-from verifier.audit import budget
 from verifier.audit.collector import Collector
-from verifier.audit.dataflow import REDUCTIONS, KernelFlow, call_name, keyword, location, tagged_locations
-from verifier.audit.source_index import Kernel, SourceIndex
+from verifier.audit.dataflow import REDUCTIONS, KernelFlow, call_name, keyword, location, masked_lanes
+from verifier.audit.source_index import Kernel, SourceIndex, constexpr_guarded
 
 NEUTRAL_OTHER = {"max": 'float("-inf")', "argmax": 'float("-inf")', "min": 'float("inf")', "argmin": 'float("inf")'}
 
 
 def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Collector) -> None:
     """Run every TRI2xx rule on one kernel."""
-    guarded = _constexpr_guarded(index, kernel)
+    guarded = constexpr_guarded(index, kernel)
     proven = _size_asserted(index, kernel)
     products: list[tuple[ast.BinOp, ast.expr, str]] = []
     for node in kernel.nodes:
-        budget.check()
         if isinstance(node, ast.Call) and not proven and id(node) not in guarded:
             if index.tl_function(node) in {"load", "store"}:
                 _unmasked(index, flow, node, out)
@@ -49,41 +47,74 @@ def _unmasked(index: SourceIndex, flow: KernelFlow, call: ast.Call, out: Collect
 
 
 def _masked_garbage(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Collector) -> None:
-    """TRI202: a masked load without `other=` whose lanes reach a reduction."""
+    """TRI202: a masked load without `other=` whose lanes reach a reduction.
+
+    Triton's NVIDIA lowering fills those lanes with 0 (checked in the PTX: `mov.u32 %r, 0x0` before the
+    predicated load), so they are harmless where 0 is the reduction's neutral value (a sum, or the max of
+    absolute values) and a warning there; an error where 0 is wrong (max, min, argmax, a combine we cannot
+    see, or lanes that went through exp, log or a division first)."""
     loads = {location(n): n for n in kernel.nodes if isinstance(n, ast.Call) and index.tl_function(n) == "load"}
-    reached: dict[str, set[str]] = {}
-    scaled: set[str] = set()
+    reached: dict[str, set[tuple[str, str]]] = {}
     for node in kernel.nodes:
-        budget.check()
         if not isinstance(node, ast.Call) or call_name(index, node) not in REDUCTIONS:
             continue
         operand = node.args[0] if node.args else (node.func.value if isinstance(node.func, ast.Attribute) else None)
         if operand is None:
             continue
-        tags = flow.tags(operand)
-        direct = tagged_locations(tags, "masked_no_other")
-        for key in direct | tagged_locations(tags, "masked_no_other_scaled"):
-            reached.setdefault(key, set()).add(call_name(index, node))
-            if key not in direct:
-                scaled.add(key)
-    for key, reductions in sorted(reached.items()):
+        for key, kind in masked_lanes(flow.tags(operand)).items():
+            reached.setdefault(key, set()).add((call_name(index, node), kind))
+    for key, seen in sorted(reached.items()):
         load = loads.get(key)
-        if load is None:
-            continue
-        names = ", ".join(f"tl.{r}" for r in sorted(reductions))
-        how = "are multiplied and reach" if key in scaled else "reach"
-        out.add(
-            "TRI202",
-            load,
-            f"masked tl.load without other=: the masked-off lanes hold undefined values and {how} {names}. "
-            "Pass other= with the reduction's neutral value",
-            _other_fix(out, load, reductions),
-            severity="warning" if key in scaled else None,
+        if load is not None:
+            _report_masked(out, load, seen)
+
+
+def _report_masked(out: Collector, load: ast.Call, seen: set[tuple[str, str]]) -> None:
+    reductions = sorted({reduction for reduction, _ in seen})
+    names = ", ".join(f"tl.{r}" for r in reductions)
+    wrong = sorted({f"tl.{r}" for r, kind in seen if _zero_is_wrong(r, kind)})
+    kinds = {kind for _, kind in seen}
+    if "exp" in kinds or "moved" in kinds:
+        why = (
+            f"go through exp, log or a division before they reach {names}, so the 0 Triton's NVIDIA lowering "
+            "puts there (the language leaves them undefined) is no longer neutral"
         )
+    elif wrong:
+        why = (
+            f"reach {names}: Triton's NVIDIA lowering puts 0 there (the language leaves them undefined), "
+            f"which is not a neutral value for {', '.join(wrong)}"
+        )
+    elif kinds == {"scaled"}:
+        why = f"are multiplied and reach {names}; say what they hold"
+    else:
+        why = (
+            f"reach {names}: Triton's NVIDIA lowering puts 0 there, which is right here, but the language leaves "
+            "them undefined; say so"
+        )
+    out.add(
+        "TRI202",
+        load,
+        f"masked tl.load without other=: the masked-off lanes {why}. Pass other= with the reduction's neutral value",
+        _other_fix(out, load, seen),
+        severity=None if wrong or kinds & {"exp", "moved"} else "warning",
+    )
 
 
-def _other_fix(out: Collector, load: ast.Call, reductions: set[str]) -> dict | None:
-    values = {NEUTRAL_OTHER.get(r, "0.0") for r in reductions}
+def _zero_is_wrong(reduction: str, kind: str) -> bool:
+    if kind in {"exp", "moved"}:
+        return True
+    if kind == "scaled" or reduction in {"sum", "cumsum", "xor_sum"}:
+        return False
+    return not (kind == "nonneg" and reduction in {"max", "argmax"})
+
+
+def _other_fix(out: Collector, load: ast.Call, seen: set[tuple[str, str]]) -> dict | None:
+    """`other=` with the value that leaves every reduction unchanged, when there is one."""
+    values = set()
+    for reduction, kind in seen:
+        if kind == "moved":
+            return None
+        values.add('float("-inf")' if kind == "exp" else NEUTRAL_OTHER.get(reduction, "0.0"))
     if len(values) != 1:
         return None
     value = values.pop()
@@ -143,19 +174,6 @@ def _program_id_definition(index: SourceIndex, kernel: Kernel, pid_side: ast.exp
     if len(values) == 1 and index.tl_function(values[0]) == "program_id":
         return values[0]
     return None
-
-
-def _constexpr_guarded(index: SourceIndex, kernel: Kernel) -> set[int]:
-    """Nodes under an `if` on constexpr parameters only (the EVEN_K / no-mask fast-path pattern)."""
-    guarded: set[int] = set()
-    for node in kernel.nodes:
-        budget.check()
-        if isinstance(node, ast.If) and id(node) not in guarded:
-            names = {n.id for n in index.subtree(node.test) if isinstance(n, ast.Name)}
-            if names and names <= kernel.constexprs:
-                for stmt in (*node.body, *node.orelse):
-                    guarded.update(id(n) for n in index.subtree(stmt))
-    return guarded
 
 
 def _size_asserted(index: SourceIndex, kernel: Kernel) -> bool:

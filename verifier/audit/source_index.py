@@ -204,6 +204,19 @@ class SourceIndex:
         return "ModelNew" in self.classes
 
 
+def constexpr_guarded(index: SourceIndex, kernel: Kernel) -> set[int]:
+    """Ids of the nodes under an `if` on constexpr parameters only (the EVEN_K / no-mask fast-path pattern):
+    Triton compiles only the branch the launch's constexpr values select."""
+    guarded: set[int] = set()
+    for node in kernel.nodes:
+        if isinstance(node, ast.If) and id(node) not in guarded:
+            names = {n.id for n in index.subtree(node.test) if isinstance(n, ast.Name)}
+            if names and names <= kernel.constexprs:
+                for stmt in (*node.body, *node.orelse):
+                    guarded.update(id(n) for n in index.subtree(stmt))
+    return guarded
+
+
 _SCALAR_FIELDS = {"ctx", "id", "attr", "arg", "name", "asname", "module", "level", "type_comment", "simple"}
 _SCALAR_FIELDS |= {"conversion", "kind", "kwd_attrs", "is_async", "tag"}
 _SCALAR_FIELDS_OF = {

@@ -24,10 +24,10 @@ BROKEN = textwrap.dedent(
 
 
     @triton.jit
-    def rowsum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    def rowmax(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
         x = tl.load(x_ptr + offs, mask=offs < n)
-        tl.store(out_ptr, tl.sum(x, axis=0))  # noqa: TRI999
+        tl.store(out_ptr, tl.max(x, axis=0))  # noqa: TRI999
     """
 )
 

@@ -105,6 +105,26 @@ def test_unsupported_constructs_inside_a_kernel(statement, what):
     assert findings and what in findings[0].message
 
 
+def test_in_a_branch_chosen_by_constexpr_values_raise_is_fine_and_others_only_warn():
+    """Triton compiles only the branch the constexpr values select; `raise` there refuses a bad value."""
+    body = """
+    @triton.jit
+    def signal(x_ptr, SEM: tl.constexpr):
+        if SEM == "release":
+            tl.store(x_ptr, 1)
+        elif SEM == "relaxed":
+            try:
+                tl.store(x_ptr, 2)
+            except Exception:
+                pass
+        else:
+            raise RuntimeError(f"unknown sem {SEM}")
+    """
+    [finding] = [f for f in audit(body) if f.rule == "TRI105"]
+    assert finding.severity == "warning" and "try/except" in finding.message
+    assert "if the launch's constexpr values select this branch" in finding.message
+
+
 def test_unsupported_constructs_outside_kernels_are_not_reported():
     assert "TRI105" not in rules(
         ADD + "\n\ndef launcher():\n    try:\n        pass\n    except Exception:\n        pass\n"

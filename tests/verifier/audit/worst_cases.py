@@ -45,10 +45,11 @@ def reassigned_in_branches(size: int) -> str:
 
 
 def where_chain(size: int) -> str:
+    """`size` statements, each a `tl.where` nested 40 deep (Python's parser stops at about 200)."""
     expression = "x"
-    for step in range(size):
+    for step in range(40):
         expression = f"tl.where(x > {step}.0, {expression}, x * {step}.0)"
-    return HEAD + f"    x = {expression}\n" + TAIL
+    return HEAD + f"    x = {expression}\n" * size + TAIL
 
 
 def where_names_in_loop(size: int) -> str:
