@@ -37,6 +37,9 @@ DELEGATION_PREFIXES = (
     "torch.compile", "torch.jit", "torch.ops", "torch.library", "torch.export", "torch.fx",
     "torch.utils.cpp_extension", "torch.cuda.jiterator",
 )  # fmt: skip
+# Private helpers of torch.nn that only compute sizes or initialise parameters (what nn.Linear's own
+# reset_parameters uses); any compute they would do on the forward path is still PyTorch compute (TRI302).
+SETUP_HELPERS = ("torch.nn.init.", "torch.nn.modules.utils.")
 CACHE_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.cached_property"}
 TRY_NODES = {ast.Try, getattr(ast, "TryStar", ast.Try)}
 BINDING_NODES = {ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete}
@@ -66,9 +69,10 @@ ALLOWED_METHODS = {
     "size", "stride", "numel", "dim", "ndimension", "is_contiguous", "data_ptr", "element_size",
     "storage_offset", "contiguous", "view", "view_as", "reshape", "flatten", "unsqueeze", "squeeze",
     "permute", "transpose", "t", "expand", "expand_as", "unflatten", "movedim",
-    # allocation and placement
+    # allocation and placement: device moves, dtype casts (integer casts of index tensors too), a scalar read
     "new_empty", "new_zeros", "new_ones", "new_full", "to", "float", "half", "bfloat16", "double",
-    "zero_", "fill_", "requires_grad_", "detach",
+    "cuda", "cpu", "int", "long", "zero_", "fill_", "requires_grad_", "detach", "item", "is_floating_point",
+    "get_device",
     # plain Python containers and strings
     "append", "extend", "insert", "pop", "get", "items", "keys", "values", "index", "count", "format",
     "join", "split", "startswith", "endswith", "apply", "save_for_backward",
@@ -104,13 +108,17 @@ def _torch_attribute_rule(resolved: str) -> tuple[str, str] | None:
         return "TRI312", f"`{resolved}` lowers precision for everything that follows"
     if resolved.startswith(IO_PREFIXES):
         return "TRI304", f"`{resolved}` reads or writes files or spawns processes"
-    if resolved.startswith(DELEGATION_PREFIXES) or any(p.startswith("_") for p in parts[1:]):
+    if resolved.startswith(DELEGATION_PREFIXES):
+        return "TRI313", f"`{resolved}` delegates to PyTorch's compilers or internals"
+    if any(p.startswith("_") for p in parts[1:]) and not resolved.startswith(SETUP_HELPERS):
         return "TRI313", f"`{resolved}` delegates to PyTorch's compilers or internals"
     return None
 
 
 class _Checker:
     def __init__(self, index: SourceIndex, task_module: str | None):
+        self.index = index
+        self.shadowed: set[int] = set()
         self.tree = index.tree
         self.nodes = index.nodes
         self.aliases = index.aliases
@@ -124,6 +132,7 @@ class _Checker:
 
     def run(self) -> None:
         self._collect_definitions()
+        self.shadowed = self._shadowed_builtins()
         for node in self.nodes:
             if type(node) in MODULE_WIDE_NODES:
                 self._check_module_wide(node)
@@ -164,6 +173,24 @@ class _Checker:
                         if isinstance(name, ast.Name):
                             self.module_names.add(name.id)
 
+    def _shadowed_builtins(self) -> set[int]:
+        """Uses of a name like `input` or `compile` inside a function that binds it (a parameter called
+        `input`, say): they are the function's own variable, not the builtin. Defaults and decorators are
+        outside that scope and still count."""
+        shadowed: set[int] = set()
+        for function in self.nodes:
+            if type(function) not in (ast.FunctionDef, ast.AsyncFunctionDef):
+                continue
+            arguments = function.args
+            bound = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+            bound |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+            body = [n for stmt in function.body for n in self.index.subtree(stmt)]
+            bound |= {n.id for n in body if type(n) is ast.Name and type(n.ctx) is ast.Store}
+            names = bound & DYNAMIC_BUILTINS
+            if names:
+                shadowed |= {id(n) for n in body if type(n) is ast.Name and n.id in names}
+        return shadowed
+
     # ---------------------------------------------------------------- whole-module rules
 
     def _check_unused_kernels(self) -> None:
@@ -183,7 +210,8 @@ class _Checker:
         elif kind in TRY_NODES:
             self._add("TRI303", node, "try/except is not allowed: a fallback path can hide PyTorch compute")
         elif kind is ast.Name:
-            if node.id in DYNAMIC_BUILTINS or node.id == "__builtins__":
+            dynamic = node.id in DYNAMIC_BUILTINS and id(node) not in self.shadowed
+            if dynamic or node.id == "__builtins__":
                 self._add("TRI305", node, f"`{node.id}` runs or reaches code the verifier cannot check")
         elif kind is ast.Attribute:
             self._check_attribute(node)
@@ -286,6 +314,8 @@ class _ForwardScan:
         self.func, self.methods, tensor_params = work
         params = self.func.args.posonlyargs + self.func.args.args + self.func.args.kwonlyargs
         self.tensors = {a.arg for a in params if a.arg in tensor_params or _annotated_tensor(a)}
+        self.scalars = {a.arg for a in params if _annotated_scalar(a)}
+        self.host_values: set[str] = set()
         self.locals = {a.arg for a in params}
         self.calls: list[_Work] = []
 
@@ -341,6 +371,10 @@ class _ForwardScan:
                 self.locals |= names
                 if value_is_tensor and isinstance(target, ast.Name):
                     self.tensors.add(target.id)
+                elif stmt.value is not None and self._read_from_tensor(stmt.value):
+                    self.host_values |= names
+                elif stmt.value is not None and self._scalar(stmt.value):
+                    self.scalars |= names
         if isinstance(stmt, ast.AugAssign) and (self._tensorish(stmt.target) or self._tensorish(stmt.value)):
             self._add("TRI302", stmt, "in-place arithmetic on a tensor runs in PyTorch")
 
@@ -399,7 +433,7 @@ class _ForwardScan:
             methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
             if "forward" in methods:
                 self.calls.append(self._work(methods["forward"], methods, node, bound=True))
-        elif func.attr not in ALLOWED_METHODS:
+        elif func.attr not in ALLOWED_METHODS and not self._scalar(owner):
             self._add("TRI302", node, f"`.{func.attr}()` computes in PyTorch; move the work into a Triton kernel")
 
     def _work(self, func: ast.FunctionDef, methods: dict, call: ast.Call, bound: bool) -> _Work:
@@ -430,6 +464,48 @@ class _ForwardScan:
             self._add("TRI302", node, "`@` multiplies matrices in PyTorch; use tl.dot in a kernel")
         elif self._tensorish(node.left) or self._tensorish(node.right):
             self._add("TRI302", node, "arithmetic on a tensor runs in PyTorch")
+        elif self._read_from_tensor(node.left) or self._read_from_tensor(node.right):
+            self._add(
+                "TRI302",
+                node,
+                "arithmetic on a value read out of a tensor (`.item()`) computes on the host; pass the value to "
+                "the kernel and compute there",
+            )
+
+    def _read_from_tensor(self, node: ast.AST) -> bool:
+        """A Python number read out of a tensor's data with `.item()` (or a name holding one)."""
+        if isinstance(node, ast.Name):
+            return node.id in self.host_values
+        if isinstance(node, ast.Call):
+            return isinstance(node.func, ast.Attribute) and node.func.attr == "item"
+        if isinstance(node, ast.BinOp | ast.UnaryOp):
+            return any(self._read_from_tensor(c) for c in ast.iter_child_nodes(node))
+        return False
+
+    def _scalar(self, node: ast.AST) -> bool:
+        """Whether an expression is certainly a Python number, size or shape (its methods compute nothing)."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, int | float | bool)
+        if isinstance(node, ast.Name):
+            return (node.id in self.scalars or node.id in self.host_values) and node.id not in self.tensors
+        if isinstance(node, ast.BinOp):
+            return self._scalar(node.left) and self._scalar(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self._scalar(node.operand)
+        if isinstance(node, ast.Tuple | ast.List):
+            return all(self._scalar(e) for e in node.elts)
+        if isinstance(node, ast.Attribute):
+            return node.attr in SIZE_ATTRIBUTES
+        if isinstance(node, ast.Subscript):
+            return self._scalar(node.value)
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in SIZE_BUILTINS:
+            return func.id in {"len", "int", "float", "bool", "round"} or all(self._scalar(a) for a in node.args)
+        if isinstance(func, ast.Attribute) and func.attr in SIZE_METHODS:
+            return True
+        return (self.checker._resolve(func) or "").startswith(("triton.cdiv", "triton.next_power_of_2", "math."))
 
     def _tensorish(self, node: ast.AST) -> bool:
         """Whether an expression is (likely) a tensor rather than a shape, size or Python number."""
@@ -449,6 +525,12 @@ class _ForwardScan:
 
 
 SAFE_MODULES = {"triton", "math", "operator", "itertools", "functools", "typing"}
+SIZE_ATTRIBUTES = {"shape", "ndim", "is_cuda", "device", "dtype", "itemsize"}
+SIZE_METHODS = {
+    "numel", "dim", "ndimension", "size", "stride", "element_size", "storage_offset", "data_ptr", "item",
+    "bit_length", "is_contiguous", "get_device", "is_floating_point",
+}  # fmt: skip
+SIZE_BUILTINS = {"len", "int", "float", "bool", "round", "abs", "min", "max", "divmod"}
 MUTATING_METHODS = {"append", "extend", "insert", "pop", "update", "setdefault", "clear", "add", "remove"}
 NON_TENSOR_TORCH = {
     "torch.Size", "torch.finfo", "torch.iinfo", "torch.is_grad_enabled", "torch.is_tensor", "torch.device",
@@ -458,7 +540,7 @@ NON_TENSOR_TORCH = {
 TENSOR_METHODS = {
     "view", "view_as", "reshape", "contiguous", "flatten", "transpose", "permute", "t", "expand", "to",
     "unsqueeze", "squeeze", "new_empty", "new_zeros", "new_ones", "new_full", "float", "half", "detach",
-    "bfloat16", "double", "movedim", "unflatten", "expand_as",
+    "bfloat16", "double", "movedim", "unflatten", "expand_as", "cuda", "cpu", "int", "long",
 }  # fmt: skip
 
 

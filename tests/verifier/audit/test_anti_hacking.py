@@ -131,3 +131,60 @@ def test_finding_points_at_the_exact_range():
 def test_syntax_errors_propagate():
     with pytest.raises(SyntaxError):
         check_candidate("def broken(:\n")
+
+
+def errors_of(source: str) -> list[str]:
+    return [f"{f.rule}: {f.message}" for f in check_candidate(source, task_module="my_task") if f.severity == "error"]
+
+
+@pytest.mark.parametrize(
+    "glue",
+    [
+        "x = x.cuda() if torch.cuda.is_available() else x\nx = x.cpu().contiguous()",
+        "x = x.to(self.device)",
+        "targets = x.long().int()",
+        "n = x.numel()\nblock = 1 << (n - 1).bit_length()\nwarps = 4 if block < 2048 else 8",
+        "rows = x.numel() // x.shape[-1]\nbits = (x.shape[1] - 1).bit_length()",
+    ],
+)
+def test_device_moves_integer_casts_and_python_int_arithmetic_are_launch_glue(glue):
+    assert errors_of(candidate(glue + "\n" + LAUNCH)) == []
+
+
+def test_the_value_of_a_parameter_passed_to_a_kernel_is_fine_but_host_arithmetic_on_it_is_compute():
+    read = "alpha = self.alpha.item()\nk[(1,)](x, x, alpha, BLOCK=128)\n"
+    assert errors_of(candidate(read + "k[(1,)](x, x, self.alpha.item(), BLOCK=128)\n" + LAUNCH)) == []
+    assert any("`.item()`" in e for e in errors_of(candidate("s = x[0].item() + x[1].item()\n" + LAUNCH)))
+    assert any("`.item()`" in e for e in errors_of(candidate("v = x[0].item()\nw = v * 2\n" + LAUNCH)))
+
+
+def test_moved_or_cast_data_that_is_then_computed_on_stays_refused():
+    assert any("`.sum()`" in e for e in errors_of(candidate("y = x.cpu().sum()\n" + LAUNCH)))
+    assert any("arithmetic on a tensor" in e for e in errors_of(candidate("y = x.int() + 1\n" + LAUNCH)))
+
+
+def test_a_parameter_named_like_a_builtin_is_the_parameter():
+    source = candidate(LAUNCH).replace("def forward(self, x):", "def forward(self, input):")
+    source = source.replace(
+        "        out = torch.empty_like(x)", "        x = input.contiguous()\n        out = torch.empty_like(x)"
+    )
+    assert errors_of(source) == []
+    assert "TRI305" in rules_of(source.replace("def forward(self, input):", "def forward(self, input, f=input):"))
+    assert "TRI305" in rules_of(candidate("input('?')\n" + LAUNCH))
+
+
+def test_private_nn_helpers_that_initialise_parameters_are_setup_not_delegation():
+    init = """
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(n, n))
+        self.bias = nn.Parameter(torch.empty(n))
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        fan_in, _ = torch.nn.init._calculate_fan_in_and_fan_out(self.weight)
+        nn.init.uniform_(self.bias, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in))
+"""
+    source = candidate(LAUNCH, prelude="import math").replace("\nclass ModelNew(nn.Module):\n", init + "\n", 1)
+    assert errors_of(source) == []
+    assert "TRI313" in rules_of(candidate("y = torch._C._nn\n" + LAUNCH))
+    assert "TRI313" in rules_of(candidate("y = torch._dynamo.optimize\n" + LAUNCH))
