@@ -105,15 +105,16 @@ class Verification:
         self.candidate = candidate
         self.opts = opts
         self.phases: dict[str, float] = {}
+        seed = opts.seed if opts.seed is not None else secrets.randbelow(2**63)  # unpredictable, yet reported
         self.report = Report(
             verdict="crashed",
             device=shared.device,
             interpreter=shared.device == "cpu",
-            seed=opts.seed,
+            seed=seed,
             task=str(task),
             candidate=str(candidate),
         )
-        self.seeder = random.Random(opts.seed) if opts.seed is not None else secrets.SystemRandom()
+        self.seeder = random.Random(seed)
         self.init_seed = self.seeder.randrange(2**31)
 
     def run(self) -> Report:

@@ -40,6 +40,15 @@ def test_correct_candidate_exits_zero_with_the_contract_json():
     assert 0 <= report["max_abs_error"] <= 1e-4
 
 
+def test_the_seed_is_always_reported_so_a_run_can_be_repeated_exactly():
+    args = ("verify", str(FIXTURES / "tasks/scale.py"), str(FIXTURES / "zoo/scale_ignores_alpha.py"), "--json")
+    first = json.loads(tritonize(*args, "--trials", "2").stdout)
+    assert isinstance(first["seed"], int)
+    again = json.loads(tritonize(*args, "--trials", "2", "--seed", str(first["seed"])).stdout)
+    assert again["seed"] == first["seed"]
+    assert (again["verdict"], again["max_abs_error"]) == (first["verdict"], first["max_abs_error"])
+
+
 def test_hostile_candidate_output_never_reaches_stdout():
     result = tritonize(
         "verify", str(FIXTURES / "tasks/add.py"), str(FIXTURES / "zoo/fake_json_stdout.py"), "--json", "--trials", "2"

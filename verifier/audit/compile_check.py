@@ -159,7 +159,7 @@ def _job_findings(index: SourceIndex, job: CompileJob, result: CompileResult, ta
     kernel = index.kernels[job.kernel].node
     where = f"{target}, {job.label}"
     assumed = f" (assuming {', '.join(job.assumptions)}; check the launch)" if job.assumptions else ""
-    certain = "warning" if job.assumptions else "error"
+    certain = "info" if job.assumptions else "error"  # a guessed type may be the whole problem
     if "skipped" in result:
         return [Finding("TRI604", "info", f"not compiled: {result['skipped']}", kernel.lineno)]
     if "error" in result:

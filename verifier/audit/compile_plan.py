@@ -58,11 +58,11 @@ class CompileJob:
 
 def plan(index: SourceIndex) -> list[CompileJob]:
     """Compile jobs for every kernel whose constexpr values can all be known; others are skipped."""
-    helpers = {
-        node.func.id
+    helpers = {  # jit functions a kernel calls or hands on (a tl.reduce or tl.associative_scan combine_fn)
+        node.id
         for kernel in index.kernels.values()
         for node in kernel.nodes
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in index.kernels
+        if isinstance(node, ast.Name) and node.id in index.kernels and node.id != kernel.name
     }
     jobs: list[CompileJob] = []
     for kernel in index.kernels.values():

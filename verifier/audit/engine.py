@@ -25,6 +25,7 @@ RULE_FAMILIES = {
     numerics.check_kernel: "the numerics rules (TRI4xx)",
     performance.check_kernel: "the performance rules (TRI5xx)",
 }
+PYTHON_SUFFIXES = {".py", ".pyi"}
 SKIPPED_DIRECTORIES = {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist", ".tox"}
 
 
@@ -90,6 +91,8 @@ def python_files(paths: Iterable[str], config: AuditConfig) -> list[Path]:
         path = Path(name)
         if not path.exists():
             raise FileNotFoundError(f"{name}: no such file or directory")
+        if path.is_file() and path.suffix not in PYTHON_SUFFIXES:
+            raise FileNotFoundError(f"{name}: not a Python file (the audit reads .py files)")
         if path.is_file():
             found.append(path)
             continue

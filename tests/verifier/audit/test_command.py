@@ -52,6 +52,7 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "broken.py").write_text(BROKEN)
     (tmp_path / "kernels" / "clean.py").write_text("import triton\n")
+    (tmp_path / "notes.txt").write_text("import triton\n")
     return tmp_path
 
 
@@ -112,6 +113,7 @@ def test_sarif_is_a_valid_2_1_0_log_with_relative_locations_and_fixes(project):
     ("args", "complaint"),
     [
         (["missing.py"], "missing.py: no such file or directory"),
+        (["notes.txt"], "notes.txt: not a Python file"),
         (["kernels", "--select", "XYZ"], "matches no rule"),
         (["kernels", "--target", "sm_9x"], "not a CUDA target"),
     ],
