@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from model_server import api
+from verifier import interrupts
 from verifier.cli import EXIT_FAIL, EXIT_PASS, add_device_option, positive_int, usage_error
 
 
@@ -110,7 +111,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         app = create_app(config)
     except BackendError as exc:
         return usage_error("serve", str(exc))
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=5)
     return EXIT_PASS
 
 
@@ -129,12 +130,12 @@ def _run_convert(args: argparse.Namespace) -> int:
         backend = create_backend(_backend_config(args))
         with VerifierPool(size=args.workers, device=args.device) as pool:
             print(f"converting {task} with the {backend.name} backend on {pool.device}", file=sys.stderr)
-            outcome = convert(task, backend, pool, options, emit=_progress)
+            outcome = convert(task, backend, pool, options, emit=_progress, cancelled=interrupts.requested)
     except (TaskError, UsageError, ValueError, SandboxStartError, BackendError, ConvertError) as exc:
         return usage_error("convert", str(exc))
-    except KeyboardInterrupt:
-        print("tritonize convert: interrupted; nothing written", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        print(f"tritonize convert: stopped ({stop}); nothing written", file=sys.stderr)
+        return interrupts.exit_code(stop)
     print(_table(outcome.attempts))
     if outcome.best is None:
         print(f"no candidate was correct ({outcome.stopped}); nothing written", file=sys.stderr)

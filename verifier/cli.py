@@ -13,6 +13,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from verifier import interrupts
 from verifier.device import DEVICES
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -32,7 +33,12 @@ def main(argv: list[str] | None = None, package: AddParser | None = None) -> int
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    return args.run(args)
+    interrupts.install()
+    try:
+        return args.run(args)
+    except KeyboardInterrupt as stop:
+        print(f"tritonize {args.command}: stopped ({stop}); its sandboxes were stopped too", file=sys.stderr)
+        return interrupts.exit_code(stop)
 
 
 def build_parser(parts: list[AddParser]) -> argparse.ArgumentParser:

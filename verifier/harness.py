@@ -292,7 +292,6 @@ def _autotune_without_timing() -> None:
     autotuner.Autotuner._bench = lambda self, *args, config=None, **kwargs: [0.0, 0.0, 0.0]
 
 
-
 def load_module(path: str, name: str) -> ModuleType:
     """Import a module from a file (Triton's @jit needs real source files, never exec'd strings)."""
     spec = importlib.util.spec_from_file_location(name, path)

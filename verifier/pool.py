@@ -81,9 +81,11 @@ class VerifierPool:
     def close(self) -> None:
         """Stop every zygote and delete all scratch data."""
         self._closed = True
-        for slot in self._slots:
-            slot.stop()
-        shutil.rmtree(self._base, ignore_errors=True)
+        try:
+            for slot in self._slots:
+                slot.stop()
+        finally:
+            shutil.rmtree(self._base, ignore_errors=True)
 
     def __enter__(self) -> VerifierPool:
         return self

@@ -15,6 +15,7 @@ import select
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ class ZygoteHandle:
         self.zygote_pid: int | None = None
         self.isolation: dict = {}
         self._job_counter = 0
+        self._stopping = threading.Lock()
 
     @property
     def running(self) -> bool:
@@ -76,22 +78,23 @@ class ZygoteHandle:
     def run(self, job: Job, limits: sandbox.Limits, cancelled: Callable[[], bool] | None = None) -> JobOutcome:
         """Send one job and watch it; kill the sandbox when it passes a limit, or when `cancelled()` turns
         true (then raise Cancelled)."""
-        assert self.process is not None and self.process.stdin is not None
+        process = self.process  # `stop()` from another thread (a pool closing) clears the attribute
+        assert process is not None and process.stdin is not None
         started = time.perf_counter()
         meter = sandbox.Meter(self.zygote_pid, limits)
         try:
-            self.process.stdin.write((json.dumps(job) + "\n").encode())
-            self.process.stdin.flush()
-        except OSError as exc:
+            process.stdin.write((json.dumps(job) + "\n").encode())
+            process.stdin.flush()
+        except (OSError, ValueError) as exc:
             self.stop()
             return JobOutcome("died", detail=f"zygote pipe closed: {exc}")
         while True:
-            line = self._read_line(min(meter.deadline, time.monotonic() + POLL_SECONDS))
+            line = self._read_line(process, min(meter.deadline, time.monotonic() + POLL_SECONDS))
             if line:
                 reply: ZygoteReply = json.loads(line)
                 seconds = time.perf_counter() - started
                 return JobOutcome("ok", reply.get("exit_code"), reply.get("signal"), seconds, meter.peak_rss)
-            if self.process.poll() is not None:
+            if process.poll() is not None:
                 detail = self._log_tail()
                 self.stop()
                 return JobOutcome("died", seconds=time.perf_counter() - started, peak_rss=meter.peak_rss, detail=detail)
@@ -115,18 +118,19 @@ class ZygoteHandle:
                     child.unlink(missing_ok=True)
 
     def stop(self) -> None:
-        """Kill the zygote and everything it started."""
-        if self.process is None:
+        """Kill the zygote and everything it started (safe to call from several threads at once: the job's
+        watcher and a pool closing on shutdown)."""
+        with self._stopping:
+            process, self.process, self.zygote_pid = self.process, None, None
+        if process is None:
             return
-        procs.kill_tree(self.process.pid)
+        procs.kill_tree(process.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=10)
-        for pipe in (self.process.stdin, self.process.stdout):
+            process.wait(timeout=10)
+        for pipe in (process.stdin, process.stdout):
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
-        self.process = None
-        self.zygote_pid = None
 
     def _launch(self) -> None:
         self.stop()
@@ -151,7 +155,8 @@ class ZygoteHandle:
         log.close()
 
     def _await_ready(self) -> None:
-        line = self._read_line(time.monotonic() + START_TIMEOUT)
+        assert self.process is not None
+        line = self._read_line(self.process, time.monotonic() + START_TIMEOUT)
         if not line:
             detail = self._log_tail()
             self.stop()
@@ -178,15 +183,18 @@ class ZygoteHandle:
         children = procs.descendants(self.process.pid)
         return children[0] if children else None
 
-    def _read_line(self, deadline: float) -> bytes:
-        assert self.process is not None and self.process.stdout is not None
-        stream = self.process.stdout
+    def _read_line(self, process: subprocess.Popen, deadline: float) -> bytes:
+        stream = process.stdout
+        assert stream is not None
         remaining = deadline - time.monotonic()
         while remaining > 0:
-            ready, _, _ = select.select([stream], [], [], min(remaining, 0.5))
-            if ready:
-                return stream.readline()
-            if self.process.poll() is not None:
+            try:
+                ready, _, _ = select.select([stream], [], [], min(remaining, 0.5))
+                if ready:
+                    return stream.readline()
+            except (OSError, ValueError):  # the pipe was closed: the zygote was stopped
+                return b""
+            if process.poll() is not None:
                 return b""
             remaining = deadline - time.monotonic()
         return b""
