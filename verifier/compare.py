@@ -24,10 +24,11 @@ FALLBACK_TOLERANCE = 1e-2  # fp8 and other narrow float types
 
 @dataclass
 class Comparison:
-    """What one call's outputs look like next to the reference's."""
+    """What one call's outputs look like next to the reference's (errors are None until values were compared:
+    a structure, shape or dtype mismatch has no error to report)."""
 
-    max_abs_error: float = 0.0
-    max_rel_error: float = 0.0
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
     problems: list[str] = field(default_factory=list)
     tolerance: dict = field(default_factory=dict)
 
@@ -95,8 +96,9 @@ def _compare_leaf(ref: object, cand: object, name: str, atol: float | None, rtol
         return result
     if not (ref.dtype.is_floating_point or ref.dtype.is_complex):
         mismatches = int((cand != ref).sum())
+        result.max_abs_error = float((cand.double() - ref.double()).abs().max()) if mismatches else 0.0
+        result.max_rel_error = None if mismatches else 0.0
         if mismatches:
-            result.max_abs_error = float((cand.double() - ref.double()).abs().max())
             result.problems.append(f"{name}: {mismatches} of {ref.numel()} values differ (exact match required)")
         return result
     return _compare_float(ref, cand, name, *tolerance_for(ref.dtype, atol, rtol))
@@ -140,7 +142,9 @@ def _compare_float(ref: torch.Tensor, cand: torch.Tensor, name: str, atol: float
     return result
 
 
-def _nanmax(a: float, b: float) -> float:
+def _nanmax(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None:
+        return b if a is None else a
     return b if math.isnan(a) or b > a else a
 
 

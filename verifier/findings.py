@@ -19,5 +19,12 @@ class Finding:
     fix: dict | None = field(default=None, compare=False)
 
     def as_violation(self) -> dict:
-        """The `{rule, severity, message, line}` shape of a verification report (docs/ARCHITECTURE.md, "The report")."""
-        return {"rule": self.rule, "severity": self.severity, "message": self.message, "line": self.line}
+        """The `{rule, severity, message, line, column}` shape of a verification report (docs/ARCHITECTURE.md,
+        "The report")."""
+        return {
+            "rule": self.rule,
+            "severity": self.severity,
+            "message": self.message,
+            "line": self.line,
+            "column": self.column,
+        }

@@ -158,7 +158,8 @@ class Watch:
     def flag(self, rule: str, message: str) -> None:
         """Record a runtime finding (once per rule), with the severity the catalog gives it."""
         if not any(v["rule"] == rule for v in self.violations):
-            self.violations.append({"rule": rule, "severity": RULES[rule].severity, "message": message, "line": 0})
+            severity = RULES[rule].severity
+            self.violations.append({"rule": rule, "severity": severity, "message": message, "line": 0, "column": 0})
 
     def check_environment(self) -> None:
         new_threads = [t.name for t in threading.enumerate() if t.ident not in self.threads_before]

@@ -57,12 +57,13 @@ class ZygoteReply(TypedDict, total=False):
 
 
 class Violation(TypedDict):
-    """A rule finding as the report lists it (line 0 for what was seen at run time)."""
+    """A rule finding as the report lists it (line and column 0 for what was seen at run time)."""
 
     rule: str
     severity: str
     message: str
     line: int
+    column: int
 
 
 class LeafInfo(TypedDict, total=False):

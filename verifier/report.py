@@ -58,7 +58,7 @@ class Report:
             rel = "n/a" if self.max_rel_error is None else f"{self.max_rel_error:.3g}"
             lines.append(f"max abs error {self.max_abs_error:.3g}, relative to scale {rel}, over {self.trials} trials")
         for v in self.violations:
-            where = f" (line {v['line']})" if v.get("line") else ""
+            where = f" (line {v['line']}, column {v.get('column', 1)})" if v.get("line") else ""
             lines.append(f"  {v['rule']} {v['severity']}{where}: {v['message']}")
         if self.timing:
             t = self.timing

@@ -227,7 +227,7 @@ class Verification:
                 message = f"trial {index + 1} returned exactly the previous trial's output although the inputs changed"
                 rule = RULES["TRI357"]
                 self.report.violations.append(
-                    {"rule": rule.id, "severity": rule.severity, "message": message, "line": 0}
+                    {"rule": rule.id, "severity": rule.severity, "message": message, "line": 0, "column": 0}
                 )
                 comparison.problems.append(message)
                 return

@@ -89,3 +89,13 @@ def test_outputs_must_live_on_the_reference_device():
     cuda = {"type": "Tensor", "dtype": "torch.float32", "shape": [4], "device": "cuda"}
     assert compare_devices([cuda], [cuda]) == []
     assert compare_devices([cuda], [{**cuda, "device": "cpu"}]) == ["output 0 is on cpu, expected cuda"]
+
+
+def test_outputs_whose_shape_or_dtype_differ_report_no_error_value():
+    """An error of 0 beside a shape mismatch would read as a near miss; nothing was compared."""
+    reference = [torch.ones(4, 3)]
+    result = compare_outputs(reference, [torch.ones(3, 4)], "trial 1")
+    assert not result.passed and result.max_abs_error is None and result.max_rel_error is None
+    result = compare_outputs(reference, [torch.ones(4, 3, dtype=torch.float64)], "trial 1")
+    assert not result.passed and result.max_abs_error is None
+    assert compare_outputs([torch.arange(4)], [torch.arange(4)], "trial 1").max_abs_error == 0.0

@@ -87,7 +87,7 @@ class KernelFlow:
                     queued.add(user)
 
     def tags(self, node: ast.AST | None, depth: int = 0) -> frozenset[str]:
-        """Facts that may reach `node`: pid, arange, wrapped, load, masked_no_other, max, sub, i64, block_ptr,
+        """Facts that may reach `node`: pid, arange, wrapped, outer, load, masked lanes, max, sub, i64, block_ptr,
         and `param:<name>` for each kernel parameter it depends on."""
         if node is None or depth > MAX_DEPTH:
             return EMPTY
@@ -126,6 +126,8 @@ class KernelFlow:
             tags = _masked_as(tags, "moved", {"plain", "nonneg"})
         if isinstance(node.op, ast.Mod) and "arange" in left:
             tags |= {"wrapped"}
+        if isinstance(node.op, ast.FloorDiv) and "arange" in left:
+            tags |= {"outer"}  # `xindex // 512`: the slow index of a flattened row-major block
         if isinstance(node.op, ast.Sub) and self.index.const_value(node.right) is None:
             tags |= {"sub"}
         return tags

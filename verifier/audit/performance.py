@@ -50,7 +50,8 @@ def _strided_inner(index: SourceIndex, flow: KernelFlow, call: ast.Call, out: Co
             value = index.const_value(factor)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 1:
                 continue
-            if "arange" in flow.tags(offsets) and _innermost(index, offsets):
+            tags = flow.tags(offsets)
+            if "arange" in tags and "outer" not in tags and _innermost(index, offsets):
                 out.add(
                     "TRI502",
                     node,

@@ -49,3 +49,18 @@ def test_strided_innermost_offsets():
     assert "TRI502" not in rules(body.replace("offs * 2", "offs * 1"))
     rows = body.replace("tl.load(x_ptr + offs * 2)", "tl.sum(tl.load(x_ptr + offs[:, None] * 4 + offs[None, :]), 1)")
     assert "TRI502" not in rules(rows)
+
+
+def test_the_slow_index_of_a_flattened_row_major_block_is_not_innermost():
+    """Inductor's own pattern (and the tool's convert output): `x1 = xindex // 512`, then `x0 + 512 * x1`."""
+    body = """
+    @triton.jit
+    def copy(in_ptr, out_ptr, xnumel, XBLOCK: tl.constexpr):
+        xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+        xmask = xindex < xnumel
+        x0 = xindex % 512
+        x1 = xindex // 512
+        tl.store(out_ptr + xindex, tl.load(in_ptr + (x0 + 512 * x1), xmask), xmask)
+    """
+    assert "TRI502" not in rules(body)
+    assert "TRI502" in rules(body.replace("(x0 + 512 * x1)", "(x0 * 512 + x1)"))
