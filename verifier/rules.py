@@ -67,6 +67,7 @@ RULES: dict[str, Rule] = {
         _static("TRI201", "unmasked-block-access", "warning", "load/store of program_id-indexed blocks without a mask"),
         _static("TRI202", "masked-load-no-other", "error", "masked lanes without other= reach a reduction or exp"),
         _static("TRI203", "int32-offset-overflow", "warning", "program_id times a runtime stride in int32"),
+        _static("TRI204", "inclusive-bound", "error", "a mask `offsets <= n` lets one lane past the end"),
         _hack("TRI301", "no-triton-kernel", "error", "the candidate defines no @triton.jit kernel"),
         _hack("TRI302", "torch-compute", "error", "PyTorch compute on the forward path instead of Triton"),
         _hack("TRI303", "try-except", "error", "try/except can hide a fallback to PyTorch"),

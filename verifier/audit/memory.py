@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import REDUCTIONS, KernelFlow, call_name, keyword, location, masked_lanes
 from verifier.audit.source_index import Kernel, SourceIndex, constexpr_guarded
 
+SIZE_NAME = re.compile(r"n|N|M|K|numel|size|length|count|\w*_?(numel|elements|size|len|length|count|cols|rows)")
 NEUTRAL_OTHER = {"max": 'float("-inf")', "argmax": 'float("-inf")', "min": 'float("inf")', "argmin": 'float("inf")'}
 
 
@@ -22,8 +24,32 @@ def check_kernel(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Coll
                 _unmasked(index, flow, node, out)
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             products.extend(_int32_products(kernel, flow, node))
+        elif isinstance(node, ast.Compare):
+            _inclusive_bound(kernel, flow, node, out)
     _report_int32(index, kernel, products, out)
     _masked_garbage(index, kernel, flow, out)
+
+
+def _inclusive_bound(kernel: Kernel, flow: KernelFlow, compare: ast.Compare, out: Collector) -> None:
+    """TRI204: `offsets <= n` where `n` is a size: the lane at offset n is one past the end."""
+    if len(compare.ops) != 1 or not isinstance(compare.ops[0], ast.LtE):
+        return
+    bound = compare.comparators[0]
+    if not (isinstance(bound, ast.Name) and bound.id in kernel.params and bound.id not in kernel.constexprs):
+        return
+    if "arange" not in flow.tags(compare.left):
+        return
+    size_like = SIZE_NAME.fullmatch(bound.id) is not None
+    fix = out.replace(f"Use `< {bound.id}`", compare, f"{out.source_of(compare.left)} < {bound.id}")
+    out.add(
+        "TRI204",
+        compare,
+        f"`<= {bound.id}` lets the lane at offset {bound.id} through: "
+        + (f"one past the end of a tensor of {bound.id} elements. " if size_like else "if it is a size, ")
+        + f"Use `< {bound.id}`",
+        fix,
+        severity=None if size_like else "warning",
+    )
 
 
 def _unmasked(index: SourceIndex, flow: KernelFlow, call: ast.Call, out: Collector) -> None:

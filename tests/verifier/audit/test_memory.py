@@ -134,3 +134,20 @@ def test_int64_program_id_and_constexpr_multipliers_are_fine():
 def test_expression_program_ids_are_cast_in_place():
     body = ROW_STRIDE.replace("row * stride", "(row + 1) * stride")
     assert "x_ptr + ((row + 1).to(tl.int64)) * stride" in fixed(body, "TRI203")
+
+
+def test_an_inclusive_bound_on_a_size_is_one_past_the_end():
+    body = """
+    @triton.jit
+    def copy(x_ptr, out_ptr, n_elements, last, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs <= n_elements
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+    """
+    [finding] = [f for f in audit(body) if f.rule == "TRI204"]
+    assert finding.severity == "error" and "one past the end" in finding.message
+    assert "mask = offs < n_elements" in fixed(body, "TRI204")
+    [finding] = [f for f in audit(body.replace("offs <= n_elements", "offs <= last")) if f.rule == "TRI204"]
+    assert finding.severity == "warning"
+    assert "TRI204" not in rules(body.replace("offs <= n_elements", "offs <= n_elements - 1"))
+    assert "TRI204" not in rules(body.replace("offs <= n_elements", "offs < n_elements"))
