@@ -3,9 +3,9 @@
 Nothing here judges correctness: the child writes its outputs (`outputs.pt`, loaded by the parent with
 `weights_only=True`) and a result (typed in `messages.py`), and the trusted parent compares them against the
 reference, which ran in a different process. The child does record what only it can see, as the runtime
-rules TRI351-TRI357 of `rules.py`: how many Triton kernels launched and on which streams, threads started,
-inputs changed, outputs that are not plain tensors or that alias an earlier call's output, and timers or
-hooks that were replaced.
+rules TRI351-TRI358 of `rules.py`: how many Triton kernels launched and on which streams, threads started,
+inputs changed, outputs that are not plain tensors or that alias an earlier call's output, timers or hooks
+that were replaced, and writes outside the buffers (guard zones, `guards.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from types import ModuleType
 import torch
 
 from verifier import launch_hook, timing
+from verifier.guards import Guards
 from verifier.messages import (
     INIT_FILE,
     INPUTS_FILE,
@@ -203,13 +204,16 @@ def run_candidate(job: Job) -> CandidateResult:
     outputs, launches, previous = [], [], []
     calls = [(inputs, torch.no_grad) for inputs in all_inputs] + [(all_inputs[0], torch.enable_grad)]
     for inputs, grad_mode in calls:
-        on_device = [_to_device(x, device) for x in inputs]
+        guards = Guards()
+        on_device = [guards.input(_to_device(x, device), position) for position, x in enumerate(inputs)]
         before = [_CLONE(x) if isinstance(x, torch.Tensor) else x for x in on_device]
         stream = _current_stream(device)
         watch.launches.reset()
-        with grad_mode():
+        with grad_mode(), guards.allocations():
             output = _stage("forward", job["source"], lambda args=on_device: model(*args))
             _stage("forward", job["source"], lambda: _synchronize(device))
+        for damage in guards.damage():
+            watch.flag("TRI358", f"forward accessed memory outside its buffers: {damage}")
         launches.append(watch.launches.count)
         _check_launch(watch, grad_mode, stream)
         _check_inputs(watch, before, on_device)

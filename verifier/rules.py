@@ -3,7 +3,7 @@ is checked and whether a finding refuses a candidate outright.
 
 Stages: `static` rules read source (the audit's TRI0xx-TRI5xx and the anti-hacking TRI301-TRI316), `compile`
 rules build kernels for a CUDA target (TRI6xx), `runtime` rules are seen inside the verifier's sandbox while
-a candidate runs (TRI351-TRI357). A rule that `rejects` gives the verdict `rejected`; any other error-level
+a candidate runs (TRI351-TRI358). A rule that `rejects` gives the verdict `rejected`; any other error-level
 runtime finding makes the candidate `incorrect`. docs/RULES.md has one row per rule and is checked against
 this table by the tests.
 """
@@ -91,6 +91,7 @@ RULES: dict[str, Rule] = {
         _runtime("TRI355", "not-plain-tensor", "an output is not exactly torch.Tensor", False),
         _runtime("TRI356", "harness-tampered", "timers, synchronize, comparison or the launch hook replaced", True),
         _runtime("TRI357", "cached-output", "an output repeats the previous call's (output caching)", False),
+        _runtime("TRI358", "out-of-bounds", "forward wrote outside the buffers it was given or allocated", False),
         _static("TRI401", "unshifted-exp", "warning", "exp of unshifted values summed (softmax/logsumexp overflow)"),
         _static("TRI402", "low-precision-accumulator", "warning", "fp16/bf16 accumulator or tl.dot output"),
         _static("TRI403", "dot-precision-unstated", "warning", "tl.dot without input_precision: TF32 for fp32 inputs"),
