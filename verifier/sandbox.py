@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ LOCKED_FLAGS = {
 }
 PR_SET_CHILD_SUBREAPER = 36
 MIN_MEMORY_LIMIT = 256 * 1024**2
+POLL_SECONDS = 0.05
 
 
 def default_memory_limit() -> int:
@@ -66,17 +68,20 @@ class Limits:
 
 
 class Meter:
-    """Measures one job's process tree (everything below `root`) against its limits, from outside."""
+    """Measures one job's process tree (everything below `root`, and `root` too when it is the job) against
+    its limits, from outside."""
 
-    def __init__(self, root: int | None, limits: Limits):
+    def __init__(self, root: int | None, limits: Limits, include_root: bool = False):
         self.root = root
         self.limits = limits
+        self.include_root = include_root
         self.deadline = time.monotonic() + limits.seconds
         self.peak_rss = 0
 
     def exceeded(self) -> str | None:
         """`memory` or `timeout` once a limit is passed, else None."""
-        rss = procs.resident_bytes(procs.descendants(self.root)) if self.root else 0
+        tree = procs.descendants(self.root) + ([self.root] if self.include_root else []) if self.root else []
+        rss = procs.resident_bytes(tree)
         self.peak_rss = max(self.peak_rss, rss)
         if rss > self.limits.memory:
             return "memory"
@@ -100,6 +105,42 @@ def namespaces_available() -> str | None:
     if probe.returncode != 0:
         return f"unshare failed: {probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else probe.returncode}"
     return None
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How a one-shot sandboxed command ended: its exit code, output, and the limit it passed (if any)."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+    exceeded: str | None = None
+
+
+def run_limited(command: list[str], limits: Limits, **popen: object) -> Finished:
+    """Run a one-shot command (already prefixed with `launch_prefix`) under `limits`: its whole process tree is
+    measured from outside and killed when it runs out of time or memory."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, **popen)
+        meter, exceeded = Meter(process.pid, limits, include_root=True), None
+        try:
+            while process.poll() is None:
+                exceeded = meter.exceeded()
+                if exceeded is not None:
+                    break
+                time.sleep(POLL_SECONDS)
+        finally:
+            if process.poll() is None:
+                procs.kill_tree(process.pid)
+                process.wait()
+        out.seek(0)
+        err.seek(0)
+        return Finished(
+            None if exceeded else process.returncode,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+            exceeded,
+        )
 
 
 def launch_prefix(isolate: bool) -> tuple[list[str], dict]:

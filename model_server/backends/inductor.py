@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 from model_server.backends.base import BackendError, GenerationRequest
 from model_server.inductor.rewrite import RewriteError, rewrite
-from verifier.sandbox import launch_prefix
+from verifier.sandbox import Limits, default_memory_limit, launch_prefix, run_limited
 
 
 class InductorBackend:
@@ -53,10 +52,14 @@ class InductorBackend:
         command = [*prefix, sys.executable, "-m", "model_server.inductor.capture", str(task), "--device", device]
         if templates:
             command.append("--templates")
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=self.timeout)
-        except subprocess.TimeoutExpired as exc:
-            raise BackendError(f"Inductor did not finish compiling the task within {self.timeout:.0f} s") from exc
+        limits = Limits(self.timeout, default_memory_limit())
+        done = run_limited(command, limits)
+        if done.exceeded == "timeout":
+            raise BackendError(f"Inductor did not finish compiling the task within {self.timeout:.0f} s")
+        if done.exceeded == "memory":
+            raise BackendError(
+                f"Inductor's compile used more than {limits.memory // 2**20} MiB of memory and was stopped"
+            )
         lines = done.stdout.strip().splitlines()
         try:
             result = json.loads(lines[-1]) if lines else None

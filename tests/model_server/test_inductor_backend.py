@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from model_server.backends import BackendConfig, BackendError, GenerationRequest, create_backend
+from model_server.backends.inductor import InductorBackend
 from tests.conftest import FIXTURES
 from verifier.audit.anti_hacking import check_candidate
 from verifier.pool import VerifierPool
@@ -60,3 +61,10 @@ def test_a_libdevice_function_the_interpreter_lacks_is_named(tmp_path):
     )
     with pytest.raises(BackendError, match=r"needs `libdevice\.cyl_bessel_i0`.*convert this task on a GPU"):
         create_backend(BackendConfig("inductor")).generate(GenerationRequest(task, 1, "cpu"))
+
+
+def test_a_task_that_never_finishes_loading_is_stopped_at_the_time_limit(tmp_path):
+    task = tmp_path / "spins.py"
+    task.write_text((TASKS / "relu.py").read_text() + "\nwhile True:\n    pass\n")
+    with pytest.raises(BackendError, match="did not finish compiling the task within 3 s"):
+        InductorBackend(timeout=3).generate(GenerationRequest(task, 4, "cpu"))

@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -113,12 +112,12 @@ class CompileChecker:
                 "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")])),
                 "TRITON_DEFAULT_FP_FUSION": "1",
             }
-            try:
-                run = subprocess.run(
-                    command, env=env, cwd=scratch, capture_output=True, text=True, timeout=self.config.compile_timeout
-                )
-            except subprocess.TimeoutExpired:
+            limits = sandbox.Limits(self.config.compile_timeout, sandbox.default_memory_limit())
+            run = sandbox.run_limited(command, limits, env=env, cwd=scratch)
+            if run.exceeded == "timeout":
                 return {"failure": f"compiling took longer than {self.config.compile_timeout:g} s and was stopped"}
+            if run.exceeded == "memory":
+                return {"failure": f"the compiler process used more than {limits.memory // 2**20} MiB and was stopped"}
             if run.returncode != 0 or not os.path.exists(result_file):
                 tail = (run.stderr or "").strip().splitlines()[-1:] or [f"exit status {run.returncode}"]
                 return {"failure": f"the compiler process failed: {tail[0][:300]}"}

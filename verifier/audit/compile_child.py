@@ -20,6 +20,12 @@ import types
 
 from verifier.messages import CompileJobSpec, CompileOutcome, CompileResult, CompileSpec
 
+IMPORTABLE = {"triton", "torch", "math"}
+PLAIN_CALLS = {"constexpr", "int", "float", "bool", "next_power_of_2", "cdiv"}
+PLAIN_NODES = (
+    ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
+    ast.Tuple, ast.List, ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.keyword, ast.expr_context,
+)  # fmt: skip
 SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 REGISTERS = re.compile(r"Used (\d+) registers")
 
@@ -52,21 +58,24 @@ def compile_all(spec: CompileSpec) -> CompileOutcome:
 
 
 def _rebuild(path: str, source: str) -> tuple[types.ModuleType, list[str]]:
+    """The part of the file kernels need, and nothing else: imports of triton, torch and math, the @jit
+    functions, and module-level constants whose values are plain expressions. Launchers, classes, loops and
+    calls at module level never run (a file that allocates or loops forever on import compiles all the same)."""
     tree = ast.parse(source)
     module = types.ModuleType("tritonize_audit_subject")
     module.__file__ = path
     sys.modules[module.__name__] = module
-    kept = [s for s in tree.body if not isinstance(s, ast.Import | ast.ImportFrom | ast.ClassDef | ast.Expr)]
-    used = {n.id for s in kept if not _plain_function(s) for n in ast.walk(s) if isinstance(n, ast.Name)}
     notes = []
     for stmt in tree.body:
         if isinstance(stmt, ast.Import | ast.ImportFrom):
-            if not {(a.asname or a.name.split(".")[0]) for a in stmt.names} & (used | {"triton", "tl"}):
+            if not _known_import(stmt):
                 continue
-        elif isinstance(stmt, ast.ClassDef | ast.Expr):
-            continue
         elif isinstance(stmt, ast.FunctionDef):
+            if not any(_keeps(d) for d in stmt.decorator_list):
+                continue
             stmt.decorator_list = [d for d in stmt.decorator_list if _keeps(d)]
+        elif not (isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None and _plain(stmt.value)):
+            continue
         try:
             exec(compile(ast.Module([stmt], []), path, "exec"), module.__dict__)
         except Exception as exc:
@@ -74,9 +83,22 @@ def _rebuild(path: str, source: str) -> tuple[types.ModuleType, list[str]]:
     return module, notes
 
 
-def _plain_function(stmt: ast.stmt) -> bool:
-    """A launcher or helper: its body does not run when kernels compile, so its names do not count."""
-    return isinstance(stmt, ast.FunctionDef) and not any(_keeps(d) for d in stmt.decorator_list)
+def _known_import(stmt: ast.Import | ast.ImportFrom) -> bool:
+    names = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else [stmt.module or ""]
+    return not getattr(stmt, "level", 0) and all(name.split(".")[0] in IMPORTABLE for name in names)
+
+
+def _plain(value: ast.expr) -> bool:
+    """A value built from literals, names, attributes and arithmetic, with calls only to constexpr and
+    number constructors: evaluating it cannot run the file's code."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            function = ast.unparse(node.func)
+            if function.rsplit(".", 1)[-1] not in PLAIN_CALLS:
+                return False
+        elif not isinstance(node, PLAIN_NODES):
+            return False
+    return True
 
 
 def _keeps(decorator: ast.AST) -> bool:

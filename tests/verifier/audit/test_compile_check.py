@@ -221,3 +221,26 @@ def test_a_reduce_combine_function_compiles_with_its_kernel_not_alone(checker):
     findings = checker.findings("reduce.py", source)
     assert not [f for f in findings if "`combine`" in f.message]
     assert [f for f in findings if f.rule == "TRI604" and "`total`" in f.message]
+
+
+ZOO = Path(__file__).resolve().parents[2] / "fixtures" / "zoo"
+
+
+@pytest.mark.parametrize("name", ["hang_at_import.py", "memory_bomb.py"])
+def test_module_level_code_never_runs_when_kernels_compile(checker, name):
+    """A file that loops forever or allocates without bound at import still has its kernel compiled: only
+    imports, @jit functions and plain constants are rebuilt in the compiler process."""
+    findings = checker.findings(name, (ZOO / name).read_text())
+    [summary] = [f for f in findings if f.rule == "TRI604"]
+    assert " registers" in summary.message, summary.message
+
+
+def test_a_compile_that_runs_past_its_time_limit_is_stopped_and_said(tmp_path):
+    slow = ADD.replace(
+        "mask = offs < n\n",
+        "mask = offs < n\n    acc = offs\n    for i in tl.static_range(4000):\n        acc = acc * 3 + i\n",
+    ).replace("out_ptr + offs, tl.load", "out_ptr + offs + acc * 0, tl.load")
+    checker = CompileChecker(AuditConfig(compile_timeout=1.0), cache_dir=tmp_path)
+    [finding] = checker.findings("slow.py", slow)
+    assert finding.rule == "TRI604" and finding.severity == "info"
+    assert "compiling took longer than 1 s and was stopped" in finding.message

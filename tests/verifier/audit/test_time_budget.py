@@ -32,12 +32,15 @@ def test_reassignments_in_branches_around_a_dot_no_longer_explode():
 
 @pytest.mark.parametrize("name", sorted(WORST_CASES))
 def test_each_worst_case_grows_about_as_fast_as_its_size(name):
-    """Finished inside the budget at size 100, and no more than 3x the time at twice the size (a quadratic
-    rule would take 4x; benchmarks/audit_worst_cases.py prints the whole table)."""
-    small, small_seconds = timed_audit(WORST_CASES[name](100))
+    """Finished inside the budget at size 100, and no more than 8x the time at four times the size: a linear
+    rule takes 4x, a quadratic one 16x, so the margin absorbs a busy machine's noise without hiding a quadratic
+    rule (each size is timed three times and the fastest run counts; benchmarks/audit_worst_cases.py prints
+    the whole table)."""
+    small, _ = timed_audit(WORST_CASES[name](100))
     assert "TRI003" not in {f.rule for f in small}, f"{name} ran out of its budget"
-    large_seconds = min(timed_audit(WORST_CASES[name](200), AuditConfig(time_budget=60))[1] for _ in range(2))
-    assert large_seconds < 3 * max(small_seconds, 0.01), (small_seconds, large_seconds)
+    small_seconds = min(timed_audit(WORST_CASES[name](100))[1] for _ in range(3))
+    large_seconds = min(timed_audit(WORST_CASES[name](400), AuditConfig(time_budget=60))[1] for _ in range(3))
+    assert large_seconds < 8 * max(small_seconds, 0.01), (small_seconds, large_seconds)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
