@@ -1,9 +1,14 @@
-"""Wall time per verification, split by phase, and pool throughput for elementwise candidates.
+"""Wall time per verification, split by phase, pool throughput, and verification at published sizes.
 
     python benchmarks/verify_overhead.py [--device auto|cuda|cpu] [--repeats 3] [--pool-size 4] [--count 60]
+    python benchmarks/verify_overhead.py --published [NAME ...]      # GPU: KernelBench-size tasks only
 
 Part 1 verifies a small task end to end in a fresh pool each time (cold: process start included).
 Part 2 pushes `--count` elementwise candidates through one warm pool and reports candidates per minute.
+`--published` verifies each task of benchmarks/tasks/published (KernelBench level-1 sizes, GBs of data) with
+its Triton candidate through one warm pool, twice (the second run reuses the cached eager/compile baseline),
+with the default 5 trials and timing, and reports the phases, the peak host memory of the whole process tree
+next to the task's input bytes, and the speedups.
 Prints tables; `--json PATH` also writes the raw figures.
 """
 
@@ -11,21 +16,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verifier import VerifierPool  # noqa: E402
+from verifier import VerifierPool, procs  # noqa: E402
 from verifier.device import DEVICES, resolve_device  # noqa: E402
+from verifier.harness import load_module  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
+PUBLISHED = ROOT / "benchmarks" / "tasks" / "published"
 ELEMENTWISE = ["add", "relu", "scale"]
 PHASES = ["start_s", "reference_s", "candidate_s", "timing_s", "total_s"]
+GIB = 2**30
 
 
 def cold_runs(device: str, repeats: int) -> list[dict]:
@@ -62,6 +72,83 @@ def throughput(device: str, pool_size: int, count: int) -> dict:
     }
 
 
+class PeakMemory:
+    """Samples the resident memory of this process and all its descendants (every sandbox) until stopped."""
+
+    def __init__(self, every: float = 0.02):
+        self.every, self.peak = every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            tree = [os.getpid(), *procs.descendants(os.getpid())]
+            self.peak = max(self.peak, procs.resident_bytes(tree))
+            time.sleep(self.every)
+
+
+def input_bytes(task: Path) -> int:
+    """The bytes of one call's inputs, from the task's shapes (made on the meta device: nothing allocated)."""
+    import torch
+
+    module = load_module(str(task), f"sizes_{task.stem}")
+    with torch.device("meta"):
+        inputs = module.get_inputs()
+    return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+
+
+def published(device: str, names: list[str]) -> list[dict]:
+    tasks = [PUBLISHED / f"{n}.py" for n in names] if names else sorted(PUBLISHED.glob("*.py"))
+    rows = []
+    with VerifierPool(size=1, device=device) as pool:
+        for task in tasks:
+            for run in ("first", "again"):
+                started = time.perf_counter()
+                with PeakMemory() as memory:
+                    report = pool.verify(task, PUBLISHED / "triton" / task.name, timeout=300)
+                timing = report.timing or {}
+                rows.append(
+                    {
+                        "task": task.stem,
+                        "run": run,
+                        "verdict": report.verdict,
+                        "message": report.message,
+                        "input_gib": input_bytes(task) / GIB,
+                        "peak_rss_gib": memory.peak / GIB,
+                        "wall_s": time.perf_counter() - started,
+                        **{p: report.phases.get(p, 0.0) for p in PHASES},
+                        "candidate_ms": timing.get("candidate_ms"),
+                        "vs_eager": timing.get("speedup_vs_eager"),
+                        "vs_compile": timing.get("speedup_vs_compile"),
+                        "timed_calls": timing.get("trials"),
+                        "max_abs_error": report.max_abs_error,
+                    }
+                )
+                print(_published_row(rows[-1]), flush=True)
+    return rows
+
+
+PUBLISHED_COLUMNS = ["task", "run", "verdict", "input_gib", "peak_rss_gib", *PHASES, "wall_s", "candidate_ms"]
+PUBLISHED_COLUMNS += ["timed_calls", "vs_eager", "vs_compile", "max_abs_error"]
+
+
+def _published_row(row: dict) -> str:
+    def show(value: object) -> str:
+        if isinstance(value, float):
+            return f"{value:.3g}" if abs(value) < 0.01 else f"{value:.2f}"
+        return "-" if value is None else str(value)
+
+    return "| " + " | ".join(show(row[c]) for c in PUBLISHED_COLUMNS) + " |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="auto", choices=DEVICES)
@@ -69,10 +156,22 @@ def main() -> None:
     parser.add_argument("--pool-size", type=int, default=2)
     parser.add_argument("--count", type=int, default=30)
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument("--published", nargs="*", metavar="NAME", help="verify the published-size tasks instead")
     args = parser.parse_args()
     device = resolve_device(args.device)
     machine = _machine(device)
     print(f"# verify overhead: {machine}, device={device}\n")
+    if args.published is not None:
+        print("## published sizes: 5 trials + timing, one warm pool; seconds, GiB, ms\n")
+        print("| " + " | ".join(PUBLISHED_COLUMNS) + " |")
+        print("|---" * len(PUBLISHED_COLUMNS) + "|")
+        rows = published(device, args.published)
+        failed = [r for r in rows if r["verdict"] != "correct"]
+        for row in failed:
+            print(f"\n{row['task']} ({row['run']}): {row['verdict']}: {row['message']}")
+        if args.json:
+            args.json.write_text(json.dumps({"machine": machine, "published": rows}, indent=2))
+        return
 
     rows = cold_runs(device, args.repeats)
     print("## cold verification of a small elementwise task (fresh pool each run), seconds\n")

@@ -1,4 +1,4 @@
-"""Output comparison, done in the trusted parent on tensors the candidate can no longer touch.
+"""Output comparison, done where the candidate cannot reach: the reference side's process, chunk by chunk.
 
 Per output leaf: same kind, shape and dtype; NaN and ±Inf exactly where the reference has them; finite
 values within `atol + rtol·|ref|` elementwise AND within `rtol·scale` overall (scale = the reference's
@@ -20,6 +20,7 @@ DEFAULT_TOLERANCES = {
     torch.bfloat16: 1e-2,
 }
 FALLBACK_TOLERANCE = 1e-2  # fp8 and other narrow float types
+CHUNK_ELEMENTS = 1 << 24
 
 
 @dataclass
@@ -80,66 +81,122 @@ def compare_outputs(
 
 
 def _compare_leaf(ref: object, cand: object, name: str, atol: float | None, rtol: float | None) -> Comparison:
-    result = Comparison()
     if not isinstance(ref, torch.Tensor):
-        if ref != cand:
-            result.problems.append(f"{name}: expected {ref!r}, got {cand!r}")
-        return result
+        return compare_value(ref, cand, name)
     if type(cand) is not torch.Tensor:
-        result.problems.append(f"{name}: expected a torch.Tensor, got {type(cand).__name__ if cand else 'nothing'}")
-        return result
-    if cand.dtype != ref.dtype:
-        result.problems.append(f"{name}: dtype {cand.dtype}, expected {ref.dtype}")
-    if cand.shape != ref.shape:
-        result.problems.append(f"{name}: shape {tuple(cand.shape)}, expected {tuple(ref.shape)}")
-    if result.problems:
-        return result
-    if not (ref.dtype.is_floating_point or ref.dtype.is_complex):
-        mismatches = int((cand != ref).sum())
-        result.max_abs_error = float((cand.double() - ref.double()).abs().max()) if mismatches else 0.0
-        result.max_rel_error = None if mismatches else 0.0
-        if mismatches:
-            result.problems.append(f"{name}: {mismatches} of {ref.numel()} values differ (exact match required)")
-        return result
-    return _compare_float(ref, cand, name, *tolerance_for(ref.dtype, atol, rtol))
+        return Comparison(
+            problems=[f"{name}: expected a torch.Tensor, got {type(cand).__name__ if cand else 'nothing'}"]
+        )
+    check = LeafCheck(ref, name, atol, rtol)
+    if check.admits(str(cand.dtype), list(cand.shape)):
+        flat = cand.reshape(-1)
+        for start in range(0, flat.numel(), CHUNK_ELEMENTS):
+            check.add(start, flat[start : start + CHUNK_ELEMENTS])
+    return check.finish()
 
 
-def _compare_float(ref: torch.Tensor, cand: torch.Tensor, name: str, atol: float, rtol: float) -> Comparison:
-    result = Comparison(tolerance={"atol": atol, "rtol": rtol})
-    r, c = ref.double(), cand.double()
-    for what, ref_mask, cand_mask in (
-        ("NaN", r.isnan(), c.isnan()),
-        ("+Inf", r.isposinf(), c.isposinf()),
-        ("-Inf", r.isneginf(), c.isneginf()),
-    ):
-        wrong = int((ref_mask != cand_mask).sum())
-        if wrong:
-            result.problems.append(f"{name}: {wrong} positions disagree on {what} with the reference")
-    finite = r.isfinite() & c.isfinite()
-    if not bool(finite.any()):
+def compare_value(ref: object, cand: object, name: str) -> Comparison:
+    """A leaf that is not a tensor (a Python number, None): equal or not."""
+    return Comparison(problems=[] if ref == cand else [f"{name}: expected {ref!r}, got {cand!r}"])
+
+
+class LeafCheck:
+    """One tensor leaf compared chunk by chunk (flattened, row-major), so a GB-sized output never needs a
+    full-size temporary and can be compared as it arrives. `admits` first, then `add` each chunk, then
+    `finish`; the result is the same as comparing the whole tensor at once."""
+
+    def __init__(self, ref: torch.Tensor, name: str, atol: float | None = None, rtol: float | None = None):
+        self.ref = ref.detach().reshape(-1)
+        self.dtype, self.shape, self.name = ref.dtype, list(ref.shape), name
+        self.atol, self.rtol = tolerance_for(ref.dtype, atol, rtol)
+        self.floating = ref.dtype.is_floating_point or ref.dtype.is_complex
+        self.result = Comparison(tolerance={"atol": self.atol, "rtol": self.rtol} if self.floating else {})
+        self.seen = 0
+        self.wrong = {"NaN": 0, "+Inf": 0, "-Inf": 0}
+        self.mismatches = self.outside = self.finite = 0
+        self.max_diff = self.scale = 0.0
+        self.ref_range: list[float] = []
+        self.cand_range: list[float] = []
+
+    def admits(self, dtype: str, shape: list[int]) -> bool:
+        """Whether a candidate leaf of this dtype and shape can be compared at all (else the problem is kept)."""
+        if dtype != str(self.dtype):
+            self.result.problems.append(f"{self.name}: dtype {dtype}, expected {self.dtype}")
+        if shape != self.shape:
+            self.result.problems.append(f"{self.name}: shape {tuple(shape)}, expected {tuple(self.shape)}")
+        return not self.result.problems
+
+    def add(self, start: int, cand: torch.Tensor) -> None:
+        """The candidate's elements `start .. start + len(cand)` of the flattened leaf."""
+        ref = self.ref[start : start + cand.numel()]
+        self.seen += cand.numel()
+        if not self.floating:
+            differ = cand != ref
+            count = int(differ.sum())
+            if count:
+                self.mismatches += count
+                self.max_diff = max(self.max_diff, float((cand.double() - ref.double()).abs().max()))
+            return
+        r, c = ref.double(), cand.double()
+        for what, ref_mask, cand_mask in (
+            ("NaN", r.isnan(), c.isnan()),
+            ("+Inf", r.isposinf(), c.isposinf()),
+            ("-Inf", r.isneginf(), c.isneginf()),
+        ):
+            self.wrong[what] += int((ref_mask != cand_mask).sum())
+        finite = r.isfinite() & c.isfinite()
+        if not bool(finite.any()):
+            return
+        rf, cf = r[finite], c[finite]
+        diff = (cf - rf).abs()
+        self.finite += rf.numel()
+        self.max_diff = max(self.max_diff, float(diff.max()))
+        self.scale = max(self.scale, float(rf.abs().max()))
+        self.outside += int((diff > self.atol + self.rtol * rf.abs()).sum())
+        self.ref_range = _widen(self.ref_range, float(rf.min()), float(rf.max()))
+        self.cand_range = _widen(self.cand_range, float(cf.min()), float(cf.max()))
+
+    def finish(self) -> Comparison:
+        result, name = self.result, self.name
+        if result.problems:
+            return result
+        if self.seen != self.ref.numel():
+            result.problems.append(f"{name}: {self.seen} of {self.ref.numel()} values arrived")
+            return result
+        if not self.floating:
+            result.max_abs_error = self.max_diff
+            result.max_rel_error = None if self.mismatches else 0.0
+            if self.mismatches:
+                result.problems.append(f"{name}: {self.mismatches} of {self.seen} values differ (exact match required)")
+            return result
+        for what, wrong in self.wrong.items():
+            if wrong:
+                result.problems.append(f"{name}: {wrong} positions disagree on {what} with the reference")
+        if not self.finite:
+            return result
+        result.max_abs_error = self.max_diff
+        if self.scale > 0:
+            result.max_rel_error = self.max_diff / self.scale
+        else:
+            result.max_rel_error = 0.0 if self.max_diff == 0 else math.inf
+        if self.outside:
+            result.problems.append(
+                f"{name}: {self.outside} of {self.finite} values outside atol={self.atol:g}, rtol={self.rtol:g} "
+                f"(max abs error {self.max_diff:.3g})"
+            )
+        elif self.max_diff > (self.rtol * self.scale if self.scale > 0 else self.atol):
+            result.problems.append(
+                f"{name}: max error {self.max_diff:.3g} is {result.max_rel_error:.3g} of the reference's "
+                f"scale {self.scale:.3g} (limit rtol={self.rtol:g})"
+            )
+        (ref_low, ref_high), (cand_low, cand_high) = self.ref_range, self.cand_range
+        if self.finite > 1 and ref_high != ref_low and cand_high == cand_low:
+            result.problems.append(f"{name}: output is constant ({cand_low:g}) while the reference varies")
         return result
-    rf, cf = r[finite], c[finite]
-    diff = (cf - rf).abs()
-    scale = float(rf.abs().max())
-    result.max_abs_error = float(diff.max())
-    if scale > 0:
-        result.max_rel_error = result.max_abs_error / scale
-    else:
-        result.max_rel_error = 0.0 if result.max_abs_error == 0 else math.inf
-    outside = int((diff > atol + rtol * rf.abs()).sum())
-    if outside:
-        result.problems.append(
-            f"{name}: {outside} of {rf.numel()} values outside atol={atol:g}, rtol={rtol:g} "
-            f"(max abs error {result.max_abs_error:.3g})"
-        )
-    elif result.max_abs_error > (rtol * scale if scale > 0 else atol):
-        result.problems.append(
-            f"{name}: max error {result.max_abs_error:.3g} is {result.max_rel_error:.3g} of the reference's "
-            f"scale {scale:.3g} (limit rtol={rtol:g})"
-        )
-    if rf.numel() > 1 and float(rf.max()) != float(rf.min()) and float(cf.max()) == float(cf.min()):
-        result.problems.append(f"{name}: output is constant ({float(cf[0]):g}) while the reference varies")
-    return result
+
+
+def _widen(bounds: list[float], low: float, high: float) -> list[float]:
+    return [min(bounds[0], low), max(bounds[1], high)] if bounds else [low, high]
 
 
 def _nanmax(a: float | None, b: float | None) -> float | None:

@@ -1,11 +1,13 @@
-"""What runs inside a sandboxed child: load a task or candidate from its file, run it, write the results.
+"""What runs inside a sandboxed child: load a task or candidate from its file, run it, report what it saw.
 
-Nothing here judges correctness: the child writes its outputs (`outputs.pt`, loaded by the parent with
-`weights_only=True`) and a result (typed in `messages.py`), and the trusted parent compares them against the
-reference, which ran in a different process. The child does record what only it can see, as the runtime
-rules TRI351-TRI358 of `rules.py`: how many Triton kernels launched and on which streams, threads started,
-inputs changed, outputs that are not plain tensors or that alias an earlier call's output, timers or hooks
-that were replaced, and writes outside the buffers (guard zones, `guards.py`).
+Every process makes each trial's inputs itself, from the trial's seed, on the device (`trial_inputs`): a
+6 GiB input never crosses a process boundary. The candidate's job streams its outputs through the slot's
+`channel.Channel`; the reference side's job, which the candidate never touches, computes the task's output
+for the same call and compares the two chunk by chunk on the device (`compare.LeafCheck`). The candidate's
+job also records what only it can see, as the runtime rules TRI351-TRI358 of `rules.py`: how many Triton
+kernels launched and on which streams, threads started, inputs changed, outputs that are not plain tensors
+or that alias an earlier call's output, timers or hooks that were replaced, and writes outside the buffers
+(guard zones, `guards.py`). Results are JSON (typed in `messages.py`), judged by the trusted parent.
 """
 
 from __future__ import annotations
@@ -23,12 +25,10 @@ from types import ModuleType
 
 import torch
 
-from verifier import launch_hook, timing
+from verifier import compare, launch_hook, timing
+from verifier.channel import Channel, ChannelClosed
 from verifier.guards import Guards
 from verifier.messages import (
-    INIT_FILE,
-    INPUTS_FILE,
-    OUTPUTS_FILE,
     RESULT_FILE,
     CandidateResult,
     Job,
@@ -43,6 +43,9 @@ from verifier.rules import RULES
 _CLONE = torch.Tensor.clone
 _EQUAL = torch.equal
 _SAVE = torch.save
+TASK_INPUTS_MODULE = "tritonize_task_inputs"
+READY_TIMEOUT = 600.0
+FINGERPRINT_MODULUS = 65521
 
 
 class StageError(Exception):
@@ -93,38 +96,109 @@ def run_job(job: Job) -> None:
 
 
 def run_reference(job: Job) -> ReferenceResult:
-    """Generate each trial's inputs from its seed, and the reference outputs on clones of them."""
+    """For each call: the task's output on the call's inputs, compared with what the candidate streams."""
     device = torch.device(job["device"])
+    channel = _channel(job, device)
     module = _stage("import", job["source"], lambda: load_module(job["source"], job["module_name"]))
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
             raise StageError("import", AttributeError(f"the task defines no `{name}`"), job["source"])
-    seed_everything(job["init_seed"])
-    init_inputs = _stage("get_init_inputs", job["source"], lambda: list(module.get_init_inputs()))
-    model = _stage("init", job["source"], lambda: _build(module.Model, init_inputs, job["init_seed"], device))
-    all_inputs, all_outputs, structure, leaves = [], [], None, []
-    for seed in job["trial_seeds"]:
-        seed_everything(seed)
-        inputs = _stage("get_inputs", job["source"], lambda: list(module.get_inputs()))
-        all_inputs.append(inputs)
-        on_device = [_to_device(x, device) for x in inputs]
-        with torch.no_grad():
-            output = _stage("forward", job["source"], lambda args=on_device: model(*args))
-        structure, leaves = flatten(output)
-        all_outputs.append([_to_cpu(x) for x in leaves])
-    torch.save(init_inputs, INIT_FILE)
-    torch.save(all_inputs, INPUTS_FILE)
-    torch.save(all_outputs, OUTPUTS_FILE)
-    return {"ok": True, "structure": structure, "leaves": [_describe(x) for x in leaves]}
+    model = _stage("init", job["source"], lambda: _build(module.Model, init_inputs(module, job), job, device))
+    comparison, structure, leaves, repeated = compare.Comparison(), None, [], None
+    fingerprints: list[tuple[int, int]] = []
+    compared = 0
+    deadline = time.monotonic() + job["wait_seconds"]
+    try:
+        for call in job["calls"]:
+            inputs = _stage("get_inputs", job["source"], lambda c=call: trial_inputs(module, c["seed"], device))
+            with torch.no_grad():
+                output = _stage("forward", job["source"], lambda args=inputs: model(*args))
+            del inputs
+            structure, ref_leaves = flatten(output)
+            leaves = [_describe(x) for x in ref_leaves]
+            channel.mark_ready()
+            check, fingerprint = _receive_call(channel, call["label"], structure, ref_leaves, job, device, deadline)
+            comparison.merge(check)
+            ref_fingerprint = _fingerprint_leaves(ref_leaves, channel.slot_bytes)
+            previous = fingerprints[-1] if fingerprints else None
+            repeats = previous is not None and fingerprint == previous[0] and ref_fingerprint != previous[1]
+            if repeats and call["label"].startswith("trial") and repeated is None:
+                repeated = f"{call['label']} returned exactly the previous trial's output although the inputs changed"
+            fingerprints.append((fingerprint, ref_fingerprint))
+            compared += 1
+            del output, ref_leaves
+    except (ChannelClosed, TimeoutError) as exc:
+        comparison.problems.append(f"the candidate's outputs stopped arriving after {compared} calls ({exc})")
+    return {
+        "ok": True,
+        "structure": structure,
+        "leaves": leaves,
+        "calls_compared": compared,
+        "comparison": {
+            "max_abs_error": comparison.max_abs_error,
+            "max_rel_error": comparison.max_rel_error,
+            "problems": comparison.problems,
+            "tolerance": comparison.tolerance,
+        },
+        "repeated": repeated,
+    }
+
+
+def _receive_call(
+    channel: Channel, label: str, structure: object, ref_leaves: list, job: Job, device: torch.device, deadline: float
+) -> tuple[compare.Comparison, int | None]:
+    """Read one call's frames from the candidate and compare them; the fingerprint of the bytes it sent."""
+    header = channel.receive_json(deadline)
+    if not isinstance(header, dict) or not isinstance(header.get("leaves"), list):
+        raise ChannelClosed("a malformed frame header")
+    result = compare.Comparison(problems=compare.compare_structure(structure, header.get("structure"), label))
+    cand_leaves = header["leaves"]
+    ref_described = [_describe(x) for x in ref_leaves]
+    if not result.problems:
+        result.problems += compare.compare_devices(
+            ref_described, [c if isinstance(c, dict) else {} for c in cand_leaves]
+        )
+    limit = 4 * sum(_nbytes(x) for x in ref_leaves) + 2**30
+    fingerprint = 0
+    for index, cand in enumerate(cand_leaves):
+        ref = ref_leaves[index] if index < len(ref_leaves) else None
+        name = label if len(ref_leaves) == 1 else f"{label}, output {index}"
+        if not isinstance(cand, dict) or cand.get("type") != "Tensor":
+            if ref is not None and not result.problems:
+                value = cand.get("value") if isinstance(cand, dict) else None
+                if isinstance(ref, torch.Tensor):
+                    kind = cand.get("type", "nothing") if isinstance(cand, dict) else "nothing"
+                    result.merge(compare.Comparison(problems=[f"{name}: expected a torch.Tensor, got {kind}"]))
+                else:
+                    result.merge(compare.compare_value(ref, value, name))
+            continue
+        size = _announced_bytes(cand)
+        if size is None or size > limit:
+            raise ChannelClosed(f"output {index} announces an impossible size")
+        check = (
+            compare.LeafCheck(ref, name, job.get("atol"), job.get("rtol")) if isinstance(ref, torch.Tensor) else None
+        )
+        usable = check is not None and not result.problems and check.admits(cand["dtype"], cand["shape"])
+        element = ref.element_size() if isinstance(ref, torch.Tensor) else 1
+        offset = 0
+        for chunk in channel.receive_bytes(size, device, deadline):
+            fingerprint = (fingerprint * 1000003 + _fingerprint(chunk)) % 2**61
+            if usable:
+                check.add(offset // element, chunk.view(ref.dtype))
+            offset += chunk.numel()
+        if check is not None and not result.problems:
+            result.merge(check.finish())
+    if len(cand_leaves) != len(ref_leaves) and not result.problems:
+        result.problems.append(f"{label}: {len(cand_leaves)} outputs, expected {len(ref_leaves)}")
+    return result, fingerprint
 
 
 def time_reference(job: Job) -> TimedReference:
-    """Eager and torch.compile medians on the first trial's inputs, measured like the candidate."""
+    """Eager and torch.compile medians on the first call's inputs, measured like the candidate."""
     device = torch.device(job["device"])
     module = load_module(job["source"], job["module_name"])
-    init_inputs = torch.load(INIT_FILE, weights_only=True)
-    inputs = [_to_device(x, device) for x in torch.load(INPUTS_FILE, weights_only=True)[0]]
-    model = _build(module.Model, init_inputs, job["init_seed"], device)
+    model = _build(module.Model, init_inputs(module, job), job, device)
+    inputs = trial_inputs(module, job["calls"][0]["seed"], device)
     result: TimedReference = {"ok": True}
     with torch.no_grad():
         result["eager"] = timing.time_cuda(lambda: model(*inputs), job["timing_trials"])
@@ -191,21 +265,25 @@ def _count_thread_starts(started: list[str]) -> None:
 
 
 def run_candidate(job: Job) -> CandidateResult:
-    """Run every trial (under no_grad) plus one enable_grad call, recording what the watch sees."""
+    """Run every call of the job (the trials under no_grad, then one enable_grad call), recording what the
+    watch sees and streaming each call's outputs to the comparer."""
     device = torch.device(job["device"])
+    channel = _channel(job, device)
+    task = _stage("get_inputs", job["inputs_source"], lambda: load_module(job["inputs_source"], TASK_INPUTS_MODULE))
+    init = _stage("get_init_inputs", job["inputs_source"], lambda: init_inputs(task, job))
     watch = Watch(device)
-    init_inputs = torch.load(INIT_FILE, weights_only=True)
-    all_inputs = torch.load(INPUTS_FILE, weights_only=True)
     module = _stage("import", job["source"], lambda: load_module(job["source"], job["module_name"]))
     if not hasattr(module, "ModelNew"):
         raise StageError("import", AttributeError("the candidate defines no `ModelNew` class"), job["source"])
-    model = _stage("init", job["source"], lambda: _build(module.ModelNew, init_inputs, job["init_seed"], device))
+    model = _stage("init", job["source"], lambda: _build(module.ModelNew, init, job, device))
     watch.check_environment()
-    outputs, launches, previous = [], [], []
-    calls = [(inputs, torch.no_grad) for inputs in all_inputs] + [(all_inputs[0], torch.enable_grad)]
-    for inputs, grad_mode in calls:
+    launches, previous, structure = [], [], None
+    for call in job["calls"]:
+        grad_mode = torch.enable_grad if call["grad"] else torch.no_grad
         guards = Guards()
-        on_device = [guards.input(_to_device(x, device), position) for position, x in enumerate(inputs)]
+        fresh = _stage("get_inputs", job["inputs_source"], lambda c=call: trial_inputs(task, c["seed"], device))
+        on_device = [guards.input(x, position) for position, x in enumerate(fresh)]
+        del fresh
         before = [_CLONE(x) if isinstance(x, torch.Tensor) else x for x in on_device]
         stream = _current_stream(device)
         watch.launches.reset()
@@ -217,12 +295,12 @@ def run_candidate(job: Job) -> CandidateResult:
         launches.append(watch.launches.count)
         _check_launch(watch, grad_mode, stream)
         _check_inputs(watch, before, on_device)
+        del before
         structure, leaves = flatten(output)
         _check_leaves(watch, leaves, previous, on_device)
         previous = leaves
-        outputs.append([_to_cpu(x) if type(x) is torch.Tensor else None for x in leaves])
+        _send_outputs(channel, structure, leaves)
         watch.check_environment()
-    torch.save(outputs, OUTPUTS_FILE)
     return {
         "ok": True,
         "structure": structure,
@@ -234,18 +312,21 @@ def run_candidate(job: Job) -> CandidateResult:
 
 
 def time_candidate(job: Job) -> TimedCandidate:
-    """Median time of the candidate on the first trial's inputs; its last output is checked by the parent."""
+    """Median time of the candidate on the first call's inputs; its last output goes to the comparer."""
     device = torch.device(job["device"])
+    channel = _channel(job, device)
+    task = load_module(job["inputs_source"], TASK_INPUTS_MODULE)
+    init = init_inputs(task, job)
     watch = Watch(device)
     module = load_module(job["source"], job["module_name"])
-    init_inputs = torch.load(INIT_FILE, weights_only=True)
-    inputs = [_to_device(x, device) for x in torch.load(INPUTS_FILE, weights_only=True)[0]]
-    model = _build(module.ModelNew, init_inputs, job["init_seed"], device)
+    model = _build(module.ModelNew, init, job, device)
+    inputs = trial_inputs(task, job["calls"][0]["seed"], device)
     holder = {}
 
     def call() -> None:
         holder["out"] = model(*inputs)
 
+    channel.wait_ready(time.monotonic() + READY_TIMEOUT)  # the comparer's reference run is over: the GPU is ours
     with torch.no_grad():
         watch.launches.reset()
         measured = timing.time_cuda(call, job["timing_trials"])
@@ -256,9 +337,22 @@ def time_candidate(job: Job) -> TimedCandidate:
     calls = measured["trials"] + measured["warmup"] + 4
     if launched < calls:
         watch.flag("TRI351", f"only {launched} Triton launches in {calls} timed calls: work skipped while timed")
-    _, leaves = flatten(holder["out"])
-    torch.save([[_to_cpu(x) if type(x) is torch.Tensor else None for x in leaves]], OUTPUTS_FILE)
+    structure, leaves = flatten(holder["out"])
+    _send_outputs(channel, structure, leaves)
     return {"ok": True, "candidate": measured, "violations": watch.violations}
+
+
+def _send_outputs(channel: Channel, structure: object, leaves: list) -> None:
+    described = []
+    for leaf in leaves:
+        if type(leaf) is torch.Tensor:
+            described.append(_describe(leaf))
+        else:
+            described.append({"type": type(leaf).__qualname__, "value": _plain(leaf)})
+    channel.send_json({"structure": structure, "leaves": described})
+    for leaf in leaves:
+        if type(leaf) is torch.Tensor:
+            channel.send_tensor(leaf)
 
 
 def _check_launch(watch: Watch, grad_mode: type, stream: int | None) -> None:
@@ -332,9 +426,66 @@ def flatten(output: object) -> tuple[object, list]:
     return walk(output), leaves
 
 
-def _build(cls: type, init_inputs: list, seed: int, device: torch.device) -> torch.nn.Module:
+def init_inputs(module: ModuleType, job: Job) -> list:
+    """The task's constructor arguments, drawn from the job's init seed (the same in every process)."""
+    seed_everything(job["init_seed"])
+    return list(module.get_init_inputs())
+
+
+def trial_inputs(module: ModuleType, seed: int, device: torch.device) -> list:
+    """One call's inputs from its seed, made on `device` directly (tensor factories default to it), so the
+    reference and the candidate draw identical data without moving a byte between processes."""
     seed_everything(seed)
-    return cls(*init_inputs).to(device)
+    with device:
+        inputs = list(module.get_inputs())
+    return [_to_device(x, device) for x in inputs]
+
+
+def _build(cls: type, init: list, job: Job, device: torch.device) -> torch.nn.Module:
+    seed_everything(job["init_seed"])
+    return cls(*init).to(device)
+
+
+def _channel(job: Job, device: torch.device) -> Channel:
+    channel = Channel(job["channel_fd"])
+    if device.type == "cuda":
+        channel.pin()
+    return channel
+
+
+def _nbytes(value: object) -> int:
+    return value.numel() * value.element_size() if isinstance(value, torch.Tensor) else 0
+
+
+def _announced_bytes(leaf: dict) -> int | None:
+    """The byte size a candidate's leaf description claims, or None if the description is not well formed."""
+    shape, dtype = leaf.get("shape"), getattr(torch, str(leaf.get("dtype", "")).removeprefix("torch."), None)
+    if not isinstance(dtype, torch.dtype) or not isinstance(shape, list):
+        return None
+    if not all(isinstance(n, int) and n >= 0 for n in shape):
+        return None
+    count = 1
+    for n in shape:
+        count *= n
+    return count * torch.empty((), dtype=dtype).element_size()
+
+
+def _fingerprint(chunk: torch.Tensor) -> int:
+    """A position-sensitive checksum of a uint8 chunk (tells a repeated output from a fresh one)."""
+    values = chunk.view(torch.int32) if chunk.numel() % 4 == 0 else chunk
+    values = values.to(torch.int64)
+    weights = torch.arange(values.numel(), device=values.device) % FINGERPRINT_MODULUS + 1
+    return (int(values.sum()) * 1000003 + int((values * weights).sum())) % 2**61
+
+
+def _fingerprint_leaves(leaves: list, chunk_bytes: int) -> int:
+    fingerprint = 0
+    for leaf in leaves:
+        if type(leaf) is torch.Tensor:
+            flat = leaf.detach().contiguous().reshape(-1).view(torch.uint8)
+            for start in range(0, flat.numel(), chunk_bytes):
+                fingerprint = (fingerprint * 1000003 + _fingerprint(flat[start : start + chunk_bytes])) % 2**61
+    return fingerprint
 
 
 def _stage(stage: str, source: str, fn: Callable):
@@ -348,9 +499,8 @@ def _to_device(value: object, device: torch.device) -> object:
     return value.to(device) if isinstance(value, torch.Tensor) else value
 
 
-def _to_cpu(value: object) -> object:
-    if type(value) is torch.Tensor:
-        return value.detach().to("cpu", copy=True).contiguous()
+def _plain(value: object) -> object:
+    """A non-tensor output as JSON can carry it: numbers, booleans and None as they are, anything else as text."""
     return value if isinstance(value, int | float | bool | type(None)) else repr(value)[:200]
 
 

@@ -3,9 +3,10 @@
 The trusted parent (`zygote_handle.py`) writes one `Job` per line on the zygote's stdin; the zygote forks a
 child that runs the job (`harness.py`) and answers one `ZygoteReply` per line once the child is gone. The
 child's findings never travel on that pipe: it writes a result (RESULT_FILE in the job directory: one of the
-`*Result`/`Timed*` types or a `StageFailure`, each with `seconds` added, the job's time in the child) and
-its tensors to files the parent loads with `weights_only=True`. Violations use the report's
-`{rule, severity, message, line}` shape.
+`*Result`/`Timed*` types or a `StageFailure`, each with `seconds` added, the job's time in the child).
+Tensors never travel through files: each process makes the inputs from the seeds in `Call`, and the
+candidate's outputs reach the reference side's comparer through the slot's shared-memory channel
+(`channel.py`). Violations use the report's `{rule, severity, message, line, column}` shape.
 """
 
 from __future__ import annotations
@@ -14,13 +15,18 @@ from typing import Literal, TypedDict
 
 JobKind = Literal["reference", "candidate", "time_reference", "time_candidate"]
 
-INIT_FILE = "init.pt"
-INPUTS_FILE = "inputs.pt"
-OUTPUTS_FILE = "outputs.pt"
 RESULT_FILE = "result.json"
 STDOUT_FILE = "stdout.txt"
 STDERR_FILE = "stderr.txt"
 HARNESS_ERROR_FILE = "harness_error.txt"
+
+
+class Call(TypedDict):
+    """One call of the model: the seed its inputs are drawn from, the grad mode, and its name in messages."""
+
+    seed: int
+    grad: bool
+    label: str
 
 
 class _JobRequired(TypedDict):
@@ -32,12 +38,17 @@ class _JobRequired(TypedDict):
     source: str
     module_name: str
     timing_trials: int
+    calls: list[Call]
+    channel_fd: int
 
 
 class Job(_JobRequired, total=False):
     """One job for a zygote; `dir` is relative to its scratch directory."""
 
-    trial_seeds: list[int]  # reference: one input set per seed
+    inputs_source: str  # candidate jobs: the task without its Model, to draw inputs from
+    wait_seconds: float  # reference: how long to wait for the candidate's outputs
+    atol: float | None  # reference: tolerance overrides
+    rtol: float | None
     compile: bool  # time_reference: also time torch.compile
 
 
@@ -73,6 +84,7 @@ class LeafInfo(TypedDict, total=False):
     dtype: str
     shape: list[int]
     device: str
+    value: object  # a leaf that is not a tensor: its value (numbers, booleans, None) or its repr
 
 
 class TimingSample(TypedDict):
@@ -96,12 +108,24 @@ class StageFailure(TypedDict):
     traceback: str
 
 
+class ComparisonResult(TypedDict):
+    """`compare.Comparison` as JSON."""
+
+    max_abs_error: float | None
+    max_rel_error: float | None
+    problems: list[str]
+    tolerance: dict
+
+
 class ReferenceResult(TypedDict):
-    """The task ran on every trial's inputs; outputs are in OUTPUTS_FILE, inputs in INIT_FILE and INPUTS_FILE."""
+    """The task ran each call and compared the candidate's streamed outputs with its own."""
 
     ok: Literal[True]
     structure: object
     leaves: list[LeafInfo]
+    calls_compared: int
+    comparison: ComparisonResult
+    repeated: str | None  # a trial's output identical to the previous one's while the reference's changed
 
 
 class CandidateResult(TypedDict):
@@ -126,7 +150,7 @@ class TimedReference(TypedDict, total=False):
 
 
 class TimedCandidate(TypedDict):
-    """The candidate's median; its last output is in OUTPUTS_FILE for the parent to check."""
+    """The candidate's median; its last output went to the comparer."""
 
     ok: Literal[True]
     candidate: TimingSample

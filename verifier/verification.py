@@ -1,8 +1,10 @@
 """One verification, start to finish: static checks, reference, candidate, comparison, timing, report.
 
-Order matters for trust: the task's reference outputs are computed first in a sandbox the candidate never
-touches, the candidate then runs on copies of the same inputs in its own sandbox, and only the parent (this
-module) ever sees both. Every way a run can end maps to exactly one verdict.
+Trust comes from separation: the task runs in a sandbox the candidate never touches, and each sandbox makes
+the same inputs from the same seeds on the device. The candidate's job streams its outputs through the slot's
+channel to the reference side's job, which compares them with the task's own outputs as they arrive; the
+parent (this module) runs the two jobs side by side, judges both results, and maps every way a run can end
+to exactly one verdict.
 """
 
 from __future__ import annotations
@@ -20,21 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
-from verifier import compare
 from verifier.audit.anti_hacking import check_candidate
+from verifier.channel import Channel
 from verifier.errors import TaskError, UsageError
 from verifier.messages import (
     HARNESS_ERROR_FILE,
-    INIT_FILE,
-    INPUTS_FILE,
-    OUTPUTS_FILE,
     RESULT_FILE,
     STDERR_FILE,
     STDOUT_FILE,
+    Call,
     Job,
     JobKind,
+    ReferenceResult,
     Violation,
 )
 from verifier.options import VerifyOptions
@@ -44,18 +43,26 @@ from verifier.zygote_handle import JobOutcome, ZygoteHandle, start_all
 
 OUTPUT_LIMIT = 4000
 CANDIDATE_MODULE = "candidate"
+TASK_INPUTS_FILE = "task_inputs.py"
+CHANNEL_SLOT_BYTES = {"cuda": 32 * 2**20, "cpu": 2**20}
 
 
 class Slot:
-    """The two sandboxes one verification uses: the reference's zygote and the candidate's."""
+    """The two sandboxes one verification uses, the reference's zygote and the candidate's, and the channel
+    that carries the candidate's outputs to the reference side."""
 
     def __init__(self, index: int, base: Path, device: str, isolate: bool, cache_dir: Path):
-        self.reference = ZygoteHandle(f"ref-{index}", base, device, isolate, writable=[str(cache_dir)])
-        self.candidate = ZygoteHandle(f"cand-{index}", base, device, isolate)
+        self.channel = Channel.create(CHANNEL_SLOT_BYTES.get(device, CHANNEL_SLOT_BYTES["cuda"]))
+        fds = [self.channel.fd]
+        self.reference = ZygoteHandle(f"ref-{index}", base, device, isolate, [str(cache_dir)], fds)
+        self.candidate = ZygoteHandle(f"cand-{index}", base, device, isolate, pass_fds=fds)
 
     def stop(self) -> None:
-        self.reference.stop()
-        self.candidate.stop()
+        try:
+            self.reference.stop()
+            self.candidate.stop()
+        finally:
+            self.channel.close()
 
 
 @dataclass
@@ -84,6 +91,17 @@ def check_task_file(task: Path) -> str:
     if missing:
         raise TaskError(f"{task}:1: not a task: it defines no {', '.join(f'`{m}`' for m in missing)}")
     return task.stem if task.stem.isidentifier() else "task"
+
+
+def inputs_only(source: str) -> str:
+    """The task's source without its `Model` class (blank lines keep the line numbers): what the candidate's
+    sandbox needs to draw the same inputs, and nothing that computes the reference."""
+    lines = source.splitlines()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            lines[first - 1 : node.end_lineno] = [""] * (node.end_lineno - first + 1)
+    return "\n".join(lines) + "\n"
 
 
 class Verification:
@@ -160,77 +178,107 @@ class Verification:
     # ------------------------------------------------------------ correctness
 
     def _check_correctness(self, module_name: str, trials: int) -> bool:
-        """Reference then candidate on `trials` fresh input sets; True if the candidate is correct."""
+        """The candidate on `trials` fresh input sets plus one enable_grad call, compared with the task as the
+        outputs arrive; True if the candidate is correct."""
         seeds = [self.seeder.randrange(2**31) for _ in range(trials)]
-        started = time.perf_counter()
-        self.ref_dir, ref_result, self.ref_outputs = self._run_reference(module_name, seeds)
-        self.phases["reference_s"] = self.phases.get("reference_s", 0.0) + time.perf_counter() - started
-        started = time.perf_counter()
-        self.cand_name, self.cand_dir = self.slot.candidate.new_job_dir()
-        shutil.copyfile(self.candidate, self.cand_dir / f"{CANDIDATE_MODULE}.py")
-        self._copy_inputs()
-        outcome = self._run_job(self.slot.candidate, self.cand_name, "candidate", {})
-        self.phases["candidate_s"] = self.phases.get("candidate_s", 0.0) + time.perf_counter() - started
-        result = self._job_result(outcome, self.cand_dir)
-        if result is None:
+        self.first_seed = seeds[0]
+        calls: list[Call] = [{"seed": seed, "grad": False, "label": f"trial {i + 1}"} for i, seed in enumerate(seeds)]
+        calls.append({"seed": seeds[0], "grad": True, "label": "enable_grad call"})
+        pair = self._run_pair(module_name, "candidate", calls)
+        if pair is None:
             return False
+        reference, result = pair
         report = self.report
         report.trials = trials
         report.launches = result["launches"]
         report.kernels = result["kernels"]
         report.violations.extend(result["violations"])
-        cand_outputs = torch.load(self.cand_dir / OUTPUTS_FILE, weights_only=True)
-        problems = compare.compare_structure(ref_result["structure"], result["structure"], "forward")
-        problems += compare.compare_devices(ref_result["leaves"], result["leaves"])
-        comparison = compare.Comparison(problems=problems)
-        if not problems:
-            for index, outputs in enumerate(cand_outputs):
-                label = f"trial {index + 1}" if index < trials else "enable_grad call"
-                reference = self.ref_outputs[index] if index < trials else self.ref_outputs[0]
-                comparison.merge(compare.compare_outputs(reference, outputs, label, self.opts.atol, self.opts.rtol))
-            self._check_repeated_outputs(self.ref_outputs, cand_outputs, comparison)
-        report.max_abs_error = comparison.max_abs_error
-        report.max_rel_error = comparison.max_rel_error
-        report.tolerance = comparison.tolerance or None
+        comparison = reference["comparison"]
+        problems = list(comparison["problems"])
+        if reference["repeated"]:
+            rule = RULES["TRI357"]
+            message = reference["repeated"]
+            report.violations.append(
+                {"rule": rule.id, "severity": rule.severity, "message": message, "line": 0, "column": 0}
+            )
+            problems.append(message)
+        report.max_abs_error = comparison["max_abs_error"]
+        report.max_rel_error = comparison["max_rel_error"]
+        report.tolerance = comparison["tolerance"] or None
         rejecting = _rejecting(result["violations"])
         if rejecting:
             self._finish("rejected", f"{rejecting[0]['rule']}: {rejecting[0]['message']}")
             return False
         runtime = [v for v in result["violations"] if v not in rejecting]
-        if runtime or comparison.problems:
-            messages = [f"{v['rule']}: {v['message']}" for v in runtime] + comparison.problems
+        if runtime or problems:
+            messages = [f"{v['rule']}: {v['message']}" for v in runtime] + problems
             more = f" (and {len(messages) - 3} more)" if len(messages) > 3 else ""
             self._finish("incorrect", "; ".join(messages[:3]) + more)
             return False
         self._finish("correct", f"matches the reference on {trials} trials plus an enable_grad call")
         return True
 
-    def _run_reference(self, module_name: str, seeds: list[int]) -> tuple[Path, dict, list]:
-        zygote = self.slot.reference
-        name, job_dir = zygote.new_job_dir()
-        shutil.copyfile(self.task, job_dir / f"{module_name}.py")
-        outcome = self._run_job(
-            zygote, name, "reference", {"module_name": module_name, "trial_seeds": seeds}, source=f"{module_name}.py"
-        )
+    def _run_pair(self, module_name: str, kind: JobKind, calls: list[Call]) -> tuple[ReferenceResult, dict] | None:
+        """The reference side's comparing job and the candidate's job, side by side, joined by the slot's
+        channel; both results, or None after setting the verdict for a candidate that did not finish."""
+        slot, channel = self.slot, self.slot.channel
+        ref_name, ref_dir = slot.reference.new_job_dir()
+        shutil.copyfile(self.task, ref_dir / f"{module_name}.py")
+        cand_name, cand_dir = slot.candidate.new_job_dir()
+        shutil.copyfile(self.candidate, cand_dir / f"{CANDIDATE_MODULE}.py")
+        (cand_dir / TASK_INPUTS_FILE).write_text(inputs_only(self.task.read_text()))
+        candidate_seconds = self.opts.timeout
+        wait = candidate_seconds + self.opts.timeout
+        reference_job = {
+            "module_name": module_name,
+            "wait_seconds": wait,
+            "atol": self.opts.atol,
+            "rtol": self.opts.rtol,
+        }
+        channel.reset()
+        box: dict = {}
+
+        def reference() -> None:
+            try:
+                box["outcome"] = self._run_job(
+                    slot.reference, ref_name, "reference", reference_job, calls, f"{module_name}.py", wait + 10
+                )
+            except BaseException as exc:  # re-raised in the caller's thread (Cancelled, a dead sandbox)
+                box["error"] = exc
+            finally:
+                channel.close_reader()
+
+        started = time.perf_counter()
+        thread = threading.Thread(target=reference, name=f"reference-{ref_name}", daemon=True)
+        thread.start()
+        try:
+            inputs = {"inputs_source": f"{slot.candidate.scratch}/{cand_name}/{TASK_INPUTS_FILE}"}
+            outcome = self._run_job(slot.candidate, cand_name, kind, inputs, calls)
+        finally:
+            channel.close_writer()
+            thread.join()
+        self.phases["candidate_s"] = self.phases.get("candidate_s", 0.0) + outcome.seconds
+        self.phases["reference_s"] = self.phases.get("reference_s", 0.0) + time.perf_counter() - started
+        if "error" in box:
+            raise box["error"]
+        reference = self._reference_result(box["outcome"], ref_dir)
+        result = self._job_result(outcome, cand_dir)
+        if result is None:
+            return None
+        if reference["calls_compared"] < len(calls) and not reference["comparison"]["problems"]:
+            reference["comparison"]["problems"].append(
+                f"only {reference['calls_compared']} of {len(calls)} calls' outputs were compared"
+            )
+        return reference, result
+
+    def _reference_result(self, outcome: JobOutcome, job_dir: Path) -> ReferenceResult:
         result = _read_json(job_dir / RESULT_FILE)
         if outcome.status != "ok" or outcome.signal or result is None:
             raise TaskError(f"{self.task}: the reference run failed: {_describe_outcome(outcome, job_dir)}")
         if not result.get("ok"):
             line = f":{result['line']}" if result.get("line") else ""
             raise TaskError(f"{self.task}{line}: {result['stage']} failed: {result['error_type']}: {result['error']}")
-        return job_dir, result, torch.load(job_dir / OUTPUTS_FILE, weights_only=True)
-
-    def _check_repeated_outputs(self, ref_outputs: list, cand_outputs: list, comparison: compare.Comparison) -> None:
-        for index in range(1, min(len(ref_outputs), len(cand_outputs))):
-            same = _identical(cand_outputs[index], cand_outputs[index - 1])
-            if same and not _identical(ref_outputs[index], ref_outputs[index - 1]):
-                message = f"trial {index + 1} returned exactly the previous trial's output although the inputs changed"
-                rule = RULES["TRI357"]
-                self.report.violations.append(
-                    {"rule": rule.id, "severity": rule.severity, "message": message, "line": 0, "column": 0}
-                )
-                comparison.problems.append(message)
-                return
+        return result
 
     # ------------------------------------------------------------ timing
 
@@ -254,23 +302,22 @@ class Verification:
         self.report.timing = timing
 
     def _measure(self, module_name: str) -> dict | None:
-        self._copy_inputs()
         ref = self._baseline(module_name)
         if ref is None:
             return None
-        outcome = self._run_job(self.slot.candidate, self.cand_name, "time_candidate", {})
-        result = self._job_result(outcome, self.cand_dir)
-        if result is None:
+        calls: list[Call] = [{"seed": self.first_seed, "grad": False, "label": "timed call"}]
+        pair = self._run_pair(module_name, "time_candidate", calls)
+        if pair is None:
             return None
+        reference, result = pair
         rejecting = _rejecting(result["violations"])
         self.report.violations.extend(result["violations"])
         if rejecting:
             self._finish("rejected", f"while timed: {rejecting[0]['rule']}: {rejecting[0]['message']}")
             return None
-        timed_output = torch.load(self.cand_dir / OUTPUTS_FILE, weights_only=True)[0]
-        check = compare.compare_outputs(self.ref_outputs[0], timed_output, "timed call", self.opts.atol, self.opts.rtol)
-        if not check.passed:
-            self._finish("incorrect", "; ".join(check.problems[:3]))
+        problems = reference["comparison"]["problems"]
+        if problems:
+            self._finish("incorrect", "; ".join(problems[:3]))
             return None
         return _timing_summary(result["candidate"], ref)
 
@@ -280,17 +327,20 @@ class Verification:
         cached = self.shared.baselines.get(key)
         if cached is not None:
             return {**cached, "cached": True}
+        name, job_dir = self.slot.reference.new_job_dir()
+        shutil.copyfile(self.task, job_dir / f"{module_name}.py")
         outcome = self._run_job(
             self.slot.reference,
-            self.ref_dir.name,
+            name,
             "time_reference",
             {"module_name": module_name, "compile": self.opts.compile_baseline},
+            [{"seed": self.first_seed, "grad": False, "label": "baseline"}],
             source=f"{module_name}.py",
             seconds=max(self.opts.timeout, 600.0),
         )
-        ref = _read_json(self.ref_dir / RESULT_FILE)
+        ref = _read_json(job_dir / RESULT_FILE)
         if outcome.status != "ok" or not ref or not ref.get("ok"):
-            detail = ref.get("error") if ref else _describe_outcome(outcome, self.ref_dir)
+            detail = ref.get("error") if ref else _describe_outcome(outcome, job_dir)
             self.report.warnings.append(f"baseline timing failed: {detail}")
             return None
         self.shared.baselines[key] = ref
@@ -298,16 +348,13 @@ class Verification:
 
     # ------------------------------------------------------------ plumbing
 
-    def _copy_inputs(self) -> None:
-        for name in (INIT_FILE, INPUTS_FILE):
-            shutil.copyfile(self.ref_dir / name, self.cand_dir / name)
-
     def _run_job(
         self,
         zygote: ZygoteHandle,
         name: str,
         kind: JobKind,
         extra: dict,
+        calls: list[Call],
         source: str | None = None,
         seconds: float | None = None,
     ) -> JobOutcome:
@@ -322,6 +369,8 @@ class Verification:
             "source": f"{zygote.scratch}/{name}/{source or CANDIDATE_MODULE + '.py'}",
             "module_name": CANDIDATE_MODULE,
             "timing_trials": self.opts.timing_trials,
+            "calls": calls,
+            "channel_fd": self.slot.channel.fd,
             **extra,
         }
         return zygote.run(job, self.opts.limits(seconds), self.cancelled)
@@ -400,18 +449,6 @@ def _timing_summary(candidate: dict, reference: dict) -> dict:
         "reverified": False,
         "baseline_cached": bool(reference.get("cached")),
     }
-
-
-def _identical(a: list, b: list) -> bool:
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-            if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x, y):
-                return False
-        elif x != y:
-            return False
-    return True
 
 
 def _read_json(path: Path) -> dict | None:

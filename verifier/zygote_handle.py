@@ -42,10 +42,20 @@ class JobOutcome:
 
 
 class ZygoteHandle:
-    """A sandboxed zygote with its own scratch dir; runs one job at a time."""
+    """A sandboxed zygote with its own scratch dir; runs one job at a time. `pass_fds` stay open in the zygote
+    and its jobs (the slot's output channel)."""
 
-    def __init__(self, name: str, base: Path, device: str, isolate: bool, writable: Iterable[str] = ()):
+    def __init__(
+        self,
+        name: str,
+        base: Path,
+        device: str,
+        isolate: bool,
+        writable: Iterable[str] = (),
+        pass_fds: Iterable[int] = (),
+    ):
         self.name = name
+        self.pass_fds = tuple(pass_fds)
         self.base = base
         self.device = device
         self.isolate = isolate
@@ -151,6 +161,7 @@ class ZygoteHandle:
             env=self._environment(),
             start_new_session=True,
             cwd=self.scratch,
+            pass_fds=self.pass_fds,
         )
         log.close()
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from verifier.compare import compare_devices, compare_outputs, compare_structure, tolerance_for
+from verifier.compare import LeafCheck, compare_devices, compare_outputs, compare_structure, tolerance_for
 
 
 def test_default_tolerances_follow_dtype_and_overrides_win():
@@ -99,3 +101,43 @@ def test_outputs_whose_shape_or_dtype_differ_report_no_error_value():
     result = compare_outputs(reference, [torch.ones(4, 3, dtype=torch.float64)], "trial 1")
     assert not result.passed and result.max_abs_error is None
     assert compare_outputs([torch.arange(4)], [torch.arange(4)], "trial 1").max_abs_error == 0.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=300),
+    st.integers(min_value=1, max_value=64),
+    st.sampled_from([torch.float32, torch.float16, torch.int64]),
+    st.integers(min_value=0, max_value=2**31),
+)
+def test_a_leaf_compared_chunk_by_chunk_gives_what_the_whole_tensor_gives(size, chunk, dtype, seed):
+    """The comparer sees a GB-sized output as ring-sized chunks: the verdict, errors and messages must not depend
+    on where the chunks fall (NaN, Inf, a constant stretch and outliers included)."""
+    generator = torch.Generator().manual_seed(seed)
+    ref = (torch.randn(size, generator=generator) * 10).to(dtype)
+    cand = ref.clone()
+    noise = torch.randint(0, 4, (size,), generator=generator)
+    cand[noise == 0] += 1
+    if dtype.is_floating_point:
+        ref[noise == 1] = float("nan")
+        cand[(noise == 1) | (noise == 2)] = float("nan")
+        cand[noise == 3] = float("inf")
+    whole = LeafCheck(ref, "trial 1")
+    assert whole.admits(str(cand.dtype), list(cand.shape))
+    whole.add(0, cand.reshape(-1))
+    chunked = LeafCheck(ref, "trial 1")
+    assert chunked.admits(str(cand.dtype), list(cand.shape))
+    for start in range(0, size, chunk):
+        chunked.add(start, cand.reshape(-1)[start : start + chunk])
+    expected, got = whole.finish(), chunked.finish()
+    assert (got.problems, got.max_abs_error, got.max_rel_error) == (
+        expected.problems,
+        expected.max_abs_error,
+        expected.max_rel_error,
+    )
+
+
+def test_a_leaf_whose_values_did_not_all_arrive_fails():
+    check = LeafCheck(torch.ones(10), "trial 1")
+    check.add(0, torch.ones(6))
+    assert check.finish().problems == ["trial 1: 6 of 10 values arrived"]

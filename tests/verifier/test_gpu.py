@@ -84,3 +84,16 @@ def _copy_bandwidth(torch, n: int) -> float:
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) / 1e3)
     return 2 * n * 4 / statistics.median(times)
+
+
+@pytest.mark.slow
+def test_a_6_gib_task_verifies_under_a_4_gib_host_memory_limit(gpu_pool):
+    """KernelBench's ReLU size (4096 x 393216 fp32): inputs are drawn on the device in each sandbox and outputs
+    stream to the comparer, so the sandboxes' host memory stays far below the task's data."""
+    published = FIXTURES.parent.parent / "benchmarks/tasks/published"
+    report = gpu_pool.verify(
+        published / "relu_6gib.py", published / "triton/relu_6gib.py", memory_limit=4 * 1024**3, compile_baseline=False
+    )
+    assert report.verdict == "correct", report.message
+    assert report.max_abs_error == 0
+    assert report.timing["candidate_ms"] > 0
