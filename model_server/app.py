@@ -18,6 +18,7 @@ import uuid
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -49,6 +50,9 @@ class VerifyBody(BaseModel):
     candidate: str = Field(min_length=1, max_length=MAX_SOURCE, description="source of a ModelNew module")
     trials: int = Field(default=5, ge=1, le=100)
     timeout: float = Field(default=60.0, gt=0, le=3600)
+    policy: Literal["strict", "hybrid"] = Field(
+        default="strict", description="hybrid: PyTorch may do the work Triton does not; never rewarded"
+    )
 
 
 class ConvertBody(BaseModel):
@@ -124,7 +128,7 @@ def create_app(config: ServerConfig) -> FastAPI:
             candidate.write_text(body.candidate)
             try:
                 report = await asyncio.to_thread(
-                    state.pool.verify, task, candidate, trials=body.trials, timeout=body.timeout
+                    state.pool.verify, task, candidate, trials=body.trials, timeout=body.timeout, policy=body.policy
                 )
             except (TaskError, UsageError) as exc:
                 message = str(exc).replace(f"{scratch}/", "")

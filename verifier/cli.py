@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from verifier import interrupts
 from verifier.device import DEVICES
+from verifier.options import POLICIES
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 ENTRY_POINTS = "tritonize.commands"
@@ -92,6 +93,13 @@ def _add_verify(subparsers: argparse._SubParsersAction) -> None:
     verify.add_argument("--no-compile-baseline", action="store_true", help="time eager only, not torch.compile")
     verify.add_argument("--timing-trials", type=positive_int, default=100, help="timed calls (default: 100)")
     verify.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default="strict",
+        help="strict (default): all the work in Triton, the only policy that earns a reward; hybrid: PyTorch may do "
+        "the work Triton does not (e.g. a convolution), reported with Triton's share as `coverage`",
+    )
+    verify.add_argument(
         "--no-isolation", action="store_true", help="run without namespaces (debugging only; unsafe for untrusted code)"
     )
     verify.set_defaults(run=_run_verify)
@@ -116,6 +124,7 @@ def _run_verify(args: argparse.Namespace) -> int:
             timing=not args.no_timing,
             timing_trials=args.timing_trials,
             compile_baseline=not args.no_compile_baseline,
+            policy=args.policy,
         )
     except (TaskError, UsageError, ValueError, SandboxStartError) as exc:
         return usage_error("verify", str(exc))

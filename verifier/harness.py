@@ -25,12 +25,13 @@ from types import ModuleType
 
 import torch
 
-from verifier import compare, launch_hook, timing
+from verifier import compare, coverage, launch_hook, timing
 from verifier.channel import Channel, ChannelClosed
 from verifier.guards import Guards
 from verifier.messages import (
     RESULT_FILE,
     CandidateResult,
+    Coverage,
     Job,
     ReferenceResult,
     StageFailure,
@@ -301,14 +302,32 @@ def run_candidate(job: Job) -> CandidateResult:
         previous = leaves
         _send_outputs(channel, structure, leaves)
         watch.check_environment()
+    kernels = sorted(set(watch.launches.names))
+    measured = _coverage(model, task, job, device, watch)
+    watch.check_environment()
     return {
         "ok": True,
         "structure": structure,
         "leaves": [_describe(x) for x in previous],
         "launches": launches,
-        "kernels": sorted(set(watch.launches.names)),
+        "kernels": kernels,
         "violations": watch.violations,
+        "coverage": measured,
     }
+
+
+def _coverage(model: torch.nn.Module, task: ModuleType, job: Job, device: torch.device, watch: Watch) -> Coverage:
+    """Coverage of one more call on the first call's inputs (not compared: its outputs are dropped)."""
+    inputs = trial_inputs(task, job["calls"][0]["seed"], device)
+
+    def call() -> None:
+        with torch.no_grad():
+            model(*inputs)
+
+    try:
+        return coverage.measure(call, watch.launches, device)
+    except Exception as exc:  # the figure is informational; a call that fails here was already judged
+        return {"share": None, "library_calls": [], "error": _short(f"{type(exc).__name__}: {exc}", 300)}
 
 
 def time_candidate(job: Job) -> TimedCandidate:

@@ -18,6 +18,7 @@ class LaunchCounter:
     names: list[str] = field(default_factory=list)
     streams: set[int] = field(default_factory=set)
     installed_hook: object = None
+    inside: int = 0  # interpreted launches running now (their own tensor copies are not the candidate's work)
 
     def reset(self) -> None:
         self.count = 0
@@ -72,7 +73,11 @@ def _wrap_interpreter(counter: LaunchCounter) -> None:
 
     def counted_call(self, *args, **kwargs):
         counter.record(getattr(self.fn, "__name__", "?"), None)
-        return original(self, *args, **kwargs)
+        counter.inside += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            counter.inside -= 1
 
     interpreter.GridExecutor.__call__ = counted_call
     counter.installed_hook = counted_call

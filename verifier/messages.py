@@ -128,6 +128,15 @@ class ReferenceResult(TypedDict):
     repeated: str | None  # a trial's output identical to the previous one's while the reference's changed
 
 
+class Coverage(TypedDict, total=False):
+    """How much of one extra call's work ran in Triton (`coverage.measure`); `error` if it could not be said."""
+
+    share: float | None
+    basis: str  # "kernel time" on a GPU, "ops" on the CPU
+    library_calls: list[str]
+    error: str
+
+
 class CandidateResult(TypedDict):
     """The candidate ran on every trial plus one enable_grad call; what the runtime watch saw."""
 
@@ -137,6 +146,7 @@ class CandidateResult(TypedDict):
     launches: list[int]
     kernels: list[str]
     violations: list[Violation]
+    coverage: Coverage
 
 
 class TimedReference(TypedDict, total=False):

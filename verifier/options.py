@@ -6,10 +6,12 @@ from dataclasses import dataclass
 
 from verifier.sandbox import MIN_MEMORY_LIMIT, Limits, default_memory_limit
 
+POLICIES = ("strict", "hybrid")
+
 
 @dataclass
 class VerifyOptions:
-    """How hard to check: trials, seeds, limits, tolerances and whether to time on the GPU."""
+    """How hard to check: trials, seeds, limits, tolerances, whether to time on the GPU, and the policy."""
 
     trials: int = 5
     seed: int | None = None
@@ -21,6 +23,7 @@ class VerifyOptions:
     timing_trials: int = 100
     compile_baseline: bool = True
     suspect_speedup: float = 10.0
+    policy: str = "strict"  # "hybrid": PyTorch may do the work Triton does not (never rewarded)
     static_checks: bool = True  # off only to test that the sandbox holds on its own; never for real use
 
     def __post_init__(self) -> None:
@@ -34,6 +37,8 @@ class VerifyOptions:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be non-negative, got {value}")
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
         if self.memory_limit is None:
             self.memory_limit = default_memory_limit()
 

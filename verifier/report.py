@@ -33,6 +33,9 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     task: str = ""
     candidate: str = ""
+    policy: str = "strict"
+    coverage: float | None = None
+    library_calls: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -40,8 +43,8 @@ class Report:
 
     @property
     def passed(self) -> bool:
-        """The CLI's exit-0 condition: correct and rewarded."""
-        return self.verdict == "correct" and self.reward > 0
+        """The CLI's exit-0 condition: correct, and rewarded under the strict policy."""
+        return self.verdict == "correct" and (self.reward > 0 or self.policy == "hybrid")
 
     def to_dict(self) -> dict:
         return _finite(asdict(self))
@@ -57,6 +60,10 @@ class Report:
         if self.max_abs_error is not None:
             rel = "n/a" if self.max_rel_error is None else f"{self.max_rel_error:.3g}"
             lines.append(f"max abs error {self.max_abs_error:.3g}, relative to scale {rel}, over {self.trials} trials")
+        if self.coverage is not None:
+            library = f"; in PyTorch: {', '.join(self.library_calls)}" if self.library_calls else ""
+            basis = "kernel time" if self.device == "cuda" else "ops"
+            lines.append(f"coverage: {self.coverage:.0%} of the {basis} in Triton ({self.policy} policy){library}")
         for v in self.violations:
             where = f" (line {v['line']}, column {v.get('column', 1)})" if v.get("line") else ""
             lines.append(f"  {v['rule']} {v['severity']}{where}: {v['message']}")

@@ -45,6 +45,15 @@ OUTPUT_LIMIT = 4000
 CANDIDATE_MODULE = "candidate"
 TASK_INPUTS_FILE = "task_inputs.py"
 CHANNEL_SLOT_BYTES = {"cuda": 32 * 2**20, "cpu": 2**20}
+HYBRID_ALLOWS = {"TRI302"}  # PyTorch compute: what the hybrid policy accepts (and never rewards)
+PYTORCH_WORK = (
+    (("conv",), "the convolution"),
+    (("linear", "matmul", "`@`", ".mm", "bmm", "addmm", "einsum", "baddbmm"), "the matrix multiplication"),
+    (("norm",), "the normalisation"),
+    (("pool",), "the pooling"),
+    (("softmax",), "the softmax"),
+    (("attention",), "the attention"),
+)
 
 
 class Slot:
@@ -131,6 +140,7 @@ class Verification:
             seed=seed,
             task=str(task),
             candidate=str(candidate),
+            policy=opts.policy,
         )
         self.seeder = random.Random(seed)
         self.init_seed = self.seeder.randrange(2**31)
@@ -160,10 +170,10 @@ class Verification:
             return
         report.violations = [f.as_violation() for f in findings]
         errors = [f for f in findings if RULES[f.rule].rejects]
+        if self.opts.policy == "hybrid":
+            errors = [f for f in errors if f.rule not in HYBRID_ALLOWS]
         if errors and self.opts.static_checks:
-            first = errors[0]
-            self._finish("rejected", f"{len(errors)} anti-hacking rule violation(s); first: {first.rule} at line "
-                         f"{first.line}: {first.message}")  # fmt: skip
+            self._finish("rejected", _rejection_message(errors))
             return
         self.phases["start_s"] = start_all([self.slot.reference, self.slot.candidate])
         report.isolation = self.slot.candidate.isolation
@@ -193,6 +203,7 @@ class Verification:
         report.launches = result["launches"]
         report.kernels = result["kernels"]
         report.violations.extend(result["violations"])
+        report.coverage, report.library_calls = _coverage(result.get("coverage"))
         comparison = reference["comparison"]
         problems = list(comparison["problems"])
         if reference["repeated"]:
@@ -400,6 +411,49 @@ class Verification:
         self.report.message = message
         if verdict != "correct":
             self.report.reward = 0.0
+
+
+def _rejection_message(errors: list) -> str:
+    """Why the static rules refused the candidate. PyTorch doing part of the work is said as such, with the
+    policy that would accept it, rather than as a hack."""
+    first = errors[0]
+    if all(f.rule in HYBRID_ALLOWS for f in errors):
+        where = ", ".join(str(f.line) for f in errors[:5]) + (", ..." if len(errors) > 5 else "")
+        return (
+            f"{_pytorch_work(first.message)} runs in PyTorch (line{'s' if len(errors) > 1 else ''} {where}); the "
+            "strict policy requires Triton for all of the work (`--policy hybrid` accepts it, reports the share "
+            "Triton does, and earns no reward)"
+        )
+    return f"{len(errors)} anti-hacking rule violation(s); first: {first.rule} at line {first.line}: {first.message}"
+
+
+def _pytorch_work(message: str) -> str:
+    """What a TRI302 finding's PyTorch call computes, in words ("The convolution"), else the finding's subject
+    ("`torch.relu`", "Arithmetic on a tensor")."""
+    lowered = message.lower()
+    for keys, words in PYTORCH_WORK:
+        if any(key in lowered for key in keys):
+            return words[0].upper() + words[1:]
+    subject = message.split(";")[0]
+    for tail in (
+        " computes in PyTorch",
+        " runs in PyTorch",
+        " runs a PyTorch module or callable",
+        " is PyTorch compute",
+    ):
+        subject = subject.split(tail)[0]
+    return subject[0].upper() + subject[1:] if subject else "Part of the work"
+
+
+def _coverage(measured: object) -> tuple[float | None, list[str]]:
+    """The child's coverage figures, checked for shape (they come from the candidate's process)."""
+    if not isinstance(measured, dict):
+        return None, []
+    share = measured.get("share")
+    share = float(share) if isinstance(share, int | float) and 0.0 <= share <= 1.0 else None
+    library = measured.get("library_calls")
+    names = [str(n)[:80] for n in library[:10]] if isinstance(library, list) else []
+    return share, names
 
 
 def _failure_verdict(result: dict, candidate: Path) -> tuple[str, str]:

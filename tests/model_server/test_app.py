@@ -101,6 +101,17 @@ def test_verify_returns_the_report(server):
         f"{server}/v1/verify", headers=AUTH, json={"task": RELU, "candidate": candidate, "trials": 2}, timeout=120
     )
     assert report.status_code == 200 and report.json()["verdict"] == "correct"
+    hybrid = httpx.post(
+        f"{server}/v1/verify",
+        headers=AUTH,
+        json={"task": RELU, "candidate": candidate, "trials": 2, "policy": "hybrid"},
+        timeout=120,
+    )
+    assert hybrid.status_code == 200 and hybrid.json()["policy"] == "hybrid"
+    unknown = httpx.post(
+        f"{server}/v1/verify", headers=AUTH, json={"task": RELU, "candidate": candidate, "policy": "x"}
+    )
+    assert unknown.status_code == 422
     broken = httpx.post(f"{server}/v1/verify", headers=AUTH, json={"task": "x = 1\n", "candidate": candidate})
     assert broken.status_code == 400
     assert broken.json()["detail"].startswith("the task does not load: task.py:1: not a task")

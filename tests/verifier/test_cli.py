@@ -14,6 +14,7 @@ from tests.conftest import FIXTURES
 
 REQUIRED_KEYS = {
     "verdict", "reward", "violations", "max_abs_error", "max_rel_error", "trials", "device", "isolation", "timing",
+    "policy", "coverage",
 }  # fmt: skip
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,6 +39,18 @@ def test_correct_candidate_exits_zero_with_the_contract_json():
     assert report["timing"] is None
     assert report["violations"] == []
     assert 0 <= report["max_abs_error"] <= 1e-4
+    assert report["policy"] == "strict" and report["coverage"] == 1.0
+
+
+def test_a_hybrid_kernel_exits_zero_under_the_hybrid_policy_only():
+    args = ("verify", str(FIXTURES / "hybrid/linear_relu.py"), str(FIXTURES / "hybrid/linear_relu_hybrid.py"))
+    strict = tritonize(*args, "--trials", "2")
+    assert strict.returncode == 1 and "the strict policy requires Triton" in strict.stdout
+    hybrid = tritonize(*args, "--trials", "2", "--policy", "hybrid", "--json")
+    assert hybrid.returncode == 0, hybrid.stderr
+    report = json.loads(hybrid.stdout)
+    assert (report["verdict"], report["reward"], report["policy"]) == ("correct", 0.0, "hybrid")
+    assert report["library_calls"] == ["aten::addmm"]
 
 
 def test_the_seed_is_always_reported_so_a_run_can_be_repeated_exactly():

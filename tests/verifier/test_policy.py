@@ -1,0 +1,74 @@
+"""The two policies: `strict` (all the work in Triton, the only one that earns a reward) and `hybrid` (PyTorch
+may do what Triton does not, reported with Triton's share), and `coverage` measured in the candidate's run."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import FIXTURES
+from tests.verifier.zoo_cases import zoo_cases
+from verifier import VerifierPool
+
+HYBRID = FIXTURES / "hybrid"
+TASK = HYBRID / "linear_relu.py"
+CANDIDATE = HYBRID / "linear_relu_hybrid.py"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with VerifierPool(size=2, device="cpu") as pool:
+        yield pool
+
+
+def line_of(path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_strict_refuses_pytorch_doing_the_work_and_says_so_plainly(pool):
+    report = pool.verify(TASK, CANDIDATE, trials=2)
+    assert report.verdict == "rejected" and report.reward == 0 and report.policy == "strict"
+    line = line_of(CANDIDATE, "self.linear(x)")
+    assert report.message.startswith(f"The matrix multiplication runs in PyTorch (line {line}); the strict policy")
+    assert "--policy hybrid" in report.message and "anti-hacking" not in report.message
+    assert not report.passed
+
+
+def test_a_convolution_left_to_pytorch_is_named_as_such(pool):
+    candidate = HYBRID / "conv_relu_hybrid.py"
+    report = pool.verify(TASK, candidate, trials=2)
+    assert report.message.startswith(f"The convolution runs in PyTorch (line {line_of(candidate, 'self.conv(x)')})")
+
+
+def test_hybrid_accepts_it_as_correct_with_its_coverage_and_no_reward(pool):
+    report = pool.verify(TASK, CANDIDATE, trials=2, policy="hybrid")
+    assert report.verdict == "correct", report.message
+    assert report.reward == 0 and report.passed
+    assert report.coverage == 0.5  # one Triton launch next to one library op, on the CPU's share of ops
+    assert report.library_calls == ["aten::addmm"]
+    assert [v["rule"] for v in report.violations] == ["TRI302"]
+    assert "coverage: 50% of the ops in Triton (hybrid policy); in PyTorch: aten::addmm" in report.summary()
+
+
+def test_an_all_triton_kernel_has_full_coverage_under_either_policy(pool):
+    for policy in ("strict", "hybrid"):
+        report = pool.verify(FIXTURES / "tasks/softmax.py", FIXTURES / "candidates/softmax_ok.py", policy=policy)
+        assert report.verdict == "correct" and report.reward == 1.0, report.message
+        assert report.coverage == 1.0 and report.library_calls == []
+
+
+HACKS = [c for c in zoo_cases() if c.verdict != "correct" and set(c.rules) != {"TRI302"}]
+
+
+def test_hybrid_still_refuses_every_honesty_hack(pool):
+    """Every zoo case that fails for something other than PyTorch compute alone gets the same verdict."""
+    assert len(HACKS) >= 30
+    reports = pool.verify_many(
+        [(c.task, c.candidate) for c in HACKS], trials=2, timeout=20, memory_limit=2**30, policy="hybrid"
+    )
+    wrong = {c.id: (r.verdict, r.message) for c, r in zip(HACKS, reports) if r.verdict != c.verdict}
+    assert wrong == {}
+
+
+def test_an_unknown_policy_is_refused(pool):
+    with pytest.raises(ValueError, match="policy must be one of strict, hybrid, got 'lenient'"):
+        pool.verify(TASK, CANDIDATE, policy="lenient")
