@@ -156,6 +156,9 @@ def _add_audit(subparsers: argparse._SubParsersAction) -> None:
     )
     audit.add_argument("--compile-timeout", type=positive_float, help="seconds per file for compile checks (120)")
     audit.add_argument("--time-budget", type=positive_float, help="seconds of static analysis per file (1)")
+    audit.add_argument(
+        "--fix", action="store_true", help="apply the machine-applicable fixes in place, then report what remains"
+    )
     audit.set_defaults(run=_run_audit)
 
 
@@ -171,6 +174,7 @@ def _run_audit(args: argparse.Namespace) -> int:
         compile=args.compile,
         compile_timeout=args.compile_timeout,
         time_budget=args.time_budget,
+        fix=args.fix,
     )
     return run_audit(request)
 

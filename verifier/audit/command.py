@@ -10,12 +10,14 @@ from importlib import metadata
 from pathlib import Path
 
 from verifier.audit.config import AuditConfig, ConfigError, load_config, validate
-from verifier.audit.engine import FileFindings, audit_file, python_files
+from verifier.audit.engine import FileFindings, audit_file, audit_source, python_files
+from verifier.audit.fixes import apply_fixes
 from verifier.audit.formats import as_json, as_sarif, as_text
 from verifier.audit.noqa import is_suppressed, suppressions
 from verifier.findings import Finding
 
 EXIT_CLEAN, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+FIX_ROUNDS = 5
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class AuditRequest:
     compile: bool | None = None
     compile_timeout: float | None = None
     time_budget: float | None = None
+    fix: bool = False
 
 
 def run_audit(request: AuditRequest) -> int:
@@ -38,6 +41,8 @@ def run_audit(request: AuditRequest) -> int:
         config = _settings(request)
         files = python_files(request.paths, config)
         audited = [audit_file(path, config) for path in files]
+        if request.fix:
+            audited = _fix(audited, config)
     except (ConfigError, OSError) as exc:
         print(f"tritonize audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -52,6 +57,36 @@ def run_audit(request: AuditRequest) -> int:
     else:
         print(as_text(results, len(audited)))
     return EXIT_ERRORS if any(f.severity == "error" for _, f in results) else EXIT_CLEAN
+
+
+def _fix(audited: list[FileFindings], config: AuditConfig) -> list[FileFindings]:
+    """Apply the fixes of each file (a few rounds, re-auditing between them), write the files that changed in
+    place (atomically, line endings kept), and return what remains to report."""
+    fixed_total, changed = 0, 0
+    result = []
+    for item in audited:
+        original = item.source
+        for _ in range(FIX_ROUNDS):
+            if item.source is None or not any(f.fix for f in item.findings):
+                break
+            source, applied = apply_fixes(item.source, item.findings)
+            if not applied:
+                break
+            fixed_total += applied
+            item = FileFindings(item.path, audit_source(source, item.path, config), source)
+        if item.source != original:
+            _write(Path(item.path), item.source)
+            changed += 1
+        result.append(item)
+    print(f"tritonize audit: applied {fixed_total} fix(es) in {changed} file(s)", file=sys.stderr)
+    return result
+
+
+def _write(path: Path, text: str) -> None:
+    temporary = path.with_name(f".{path.name}.tritonize-fix")
+    temporary.write_bytes(text.encode("utf-8"))
+    os.chmod(temporary, path.stat().st_mode & 0o7777)
+    os.replace(temporary, path)
 
 
 def _settings(request: AuditRequest) -> AuditConfig:

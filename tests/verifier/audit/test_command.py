@@ -135,3 +135,23 @@ def test_candidate_files_get_the_anti_hacking_rules(tmp_path):
     (tmp_path / "cand.py").write_text(candidate.read_text())
     run = tritonize("cand.py", "--format", "json", "--no-compile", cwd=tmp_path)
     assert "TRI302" in {f["rule"] for f in json.loads(run.stdout)}
+
+
+def test_fix_applies_every_machine_applicable_fix_in_place_and_reports_what_remains(project):
+    """Both errors of BROKEN carry a fix (TRI102 `: tl.constexpr`, TRI202 `other=float("-inf")`); after
+    `--fix` the file audits clean, keeps its CRLF line endings and its mode, and a second run changes nothing."""
+    path = project / "kernels" / "broken.py"
+    path.write_bytes(BROKEN.replace("\n", "\r\n").encode())
+    path.chmod(0o640)
+    run = tritonize("kernels", "--fix", "--no-compile", cwd=project)
+    assert run.returncode == 0, run.stdout
+    assert "applied 2 fix(es) in 1 file(s)" in run.stderr
+    assert run.stdout.strip() == "All checks passed (2 files)."
+    repaired = path.read_bytes().decode()
+    assert "def k(x_ptr, n: tl.constexpr):\r\n" in repaired
+    assert 'x = tl.load(x_ptr + offs, mask=offs < n, other=float("-inf"))\r\n' in repaired
+    assert "\n" not in repaired.replace("\r\n", "")
+    assert path.stat().st_mode & 0o777 == 0o640
+    again = tritonize("kernels", "--fix", "--no-compile", cwd=project)
+    assert "applied 0 fix(es) in 0 file(s)" in again.stderr and path.read_bytes().decode() == repaired
+    assert [p.name for p in (project / "kernels").iterdir() if p.name.startswith(".")] == []
