@@ -43,7 +43,8 @@ from verifier.rules import RULES
 
 _CLONE = torch.Tensor.clone
 _EQUAL = torch.equal
-_SAVE = torch.save
+_SEND_TENSOR = Channel.send_tensor
+_SEND_JSON = Channel.send_json
 TASK_INPUTS_MODULE = "tritonize_task_inputs"
 READY_TIMEOUT = 600.0
 FINGERPRINT_MODULUS = 65521
@@ -228,7 +229,8 @@ class Watch:
         self.threads_started: list[str] = []
         _count_thread_starts(self.threads_started)
         self.originals = timing.tamper_targets()
-        self.originals += [(torch.Tensor, "clone", _CLONE), (torch, "equal", _EQUAL), (torch, "save", _SAVE)]
+        self.originals += [(torch.Tensor, "clone", _CLONE), (torch, "equal", _EQUAL)]
+        self.originals += [(Channel, "send_tensor", _SEND_TENSOR), (Channel, "send_json", _SEND_JSON)]
         self.violations: list[Violation] = []
 
     def flag(self, rule: str, message: str) -> None:

@@ -204,6 +204,11 @@ class Verification:
         report.kernels = result["kernels"]
         report.violations.extend(result["violations"])
         report.coverage, report.library_calls = _coverage(result.get("coverage"))
+        if report.coverage is None:
+            measured = result.get("coverage")
+            detail = measured.get("error") if isinstance(measured, dict) else None
+            detail = detail or "no figure came back"
+            report.warnings.append(f"coverage could not be measured: {str(detail)[:300]}")
         comparison = reference["comparison"]
         problems = list(comparison["problems"])
         if reference["repeated"]:

@@ -59,7 +59,7 @@ def test_fake_report_is_captured_not_believed(pool):
     case = sandbox_case("fake_report_stdout")
     report = pool.verify(case.task, case.candidate, **UNCHECKED)
     assert report.verdict == "incorrect"
-    calls = UNCHECKED["trials"] + 1  # every trial, then the enable_grad call
+    calls = UNCHECKED["trials"] + 2  # every trial, the enable_grad call, then the call coverage is measured on
     assert report.candidate_output["stdout"].count('"verdict": "correct"') == 4 * calls
     assert '"verdict": "correct"' in report.candidate_output["stderr"]
 
