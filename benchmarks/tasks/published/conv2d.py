@@ -1,0 +1,32 @@
+"""Conv2d 3x3, 16 -> 128 channels, no bias (KernelBench level 1 size: 16 x 16 x 1024 x 1024 input)."""
+
+import torch
+import torch.nn as nn
+
+# The reference must be plain fp32: cuDNN would otherwise run this fp32 convolution on TF32 tensor cores
+# (PyTorch's default), whose ~1e-3 relative error is far outside the fp32 tolerance of 1e-4.
+torch.backends.cudnn.allow_tf32 = False
+
+batch_size = 16
+in_channels = 16
+out_channels = 128
+kernel_size = 3
+height = 1024
+width = 1024
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv2d = nn.Conv2d(in_channels, out_channels, kernel_size, bias=False)
+
+    def forward(self, x):
+        return self.conv2d(x)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]
