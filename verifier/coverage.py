@@ -1,11 +1,13 @@
 """How much of the candidate's work Triton does: the report's `coverage` and `library_calls`.
 
 Runs inside the candidate's sandbox on one extra call, after the compared ones (so autotuning is over). Every
-ATen op the call dispatches outside a Triton launch is library work (`library_calls`), except allocation and
-re-viewing, which compute nothing. On a GPU, `coverage` is the share of the call's kernel time spent in the
-Triton kernels it launched (torch.profiler, as KernelGYM measures it); on the CPU, where the interpreter has
-no kernel time, it is the share of ops: Triton launches over launches plus library ops. The figures come from
-the candidate's process and are informational: they never change a verdict or a reward.
+PyTorch function or tensor method the call uses outside a Triton launch is library work (`library_calls`),
+except allocation, re-viewing and reading metadata, which compute nothing. A function mode sees them: it costs
+nothing to set up, unlike a dispatch mode, whose first use imports half of torch. On a GPU, `coverage` is the
+share of the call's kernel time spent in the Triton kernels it launched (torch.profiler, as KernelGYM measures
+it); on the CPU, where the interpreter has no kernel time, it is the share of calls: Triton launches over
+launches plus library calls. The figures come from the candidate's process and are informational: they never
+change a verdict or a reward.
 """
 
 from __future__ import annotations
@@ -14,36 +16,52 @@ from collections import Counter
 from collections.abc import Callable
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.overrides import TorchFunctionMode
 
 from verifier.launch_hook import LaunchCounter
 from verifier.messages import Coverage
 
 NOT_WORK = {
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
-    "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill_", "zero_", "arange",
-    "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "t", "transpose", "permute", "expand",
-    "expand_as", "unsqueeze", "squeeze", "slice", "select", "narrow", "detach", "alias", "set_", "lift_fresh",
-    "unbind", "split", "split_with_sizes", "chunk", "flatten", "unflatten", "view_as", "movedim", "is_same_size",
-    "_local_scalar_dense", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
+    "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "arange", "tensor", "as_tensor",
+    "view", "view_as", "reshape", "reshape_as", "as_strided", "t", "transpose", "permute", "expand", "expand_as",
+    "unsqueeze", "squeeze", "flatten", "unflatten", "movedim", "narrow", "select", "unbind", "split", "chunk",
+    "detach", "contiguous", "size", "stride", "numel", "dim", "ndimension", "data_ptr", "element_size",
+    "storage_offset", "is_contiguous", "is_floating_point", "is_complex", "get_device", "__getitem__", "__len__",
+    "__iter__", "__repr__", "__format__", "__bool__", "__index__", "__int__", "__float__", "__hash__", "__eq__",
+    "__ne__", "__get__", "__set__", "__init__", "__new__", "requires_grad_", "is_grad_enabled", "broadcast_shapes",
+    "_set_grad_enabled", "set_grad_enabled", "is_inference_mode_enabled",
 }  # fmt: skip
 MOST_NAMES = 10
 
 
-class LibraryOps(TorchDispatchMode):
-    """Counts the ATen ops dispatched outside Triton launches that do work."""
+class LibraryOps(TorchFunctionMode):
+    """Counts the PyTorch functions and tensor methods called outside Triton launches that do work."""
 
     def __init__(self, launches: LaunchCounter):
         super().__init__()
         self.launches = launches
         self.seen: Counter[str] = Counter()
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
         if not self.launches.inside:
-            name = func.name()
-            if name.removeprefix("aten::").split(".")[0] not in NOT_WORK:
-                self.seen[name.split(".")[0]] += 1
+            name = _name(func)
+            if name.rsplit(".", 1)[-1] not in NOT_WORK:
+                self.seen[name] += 1
         return func(*args, **(kwargs or {}))
+
+
+def _name(func: object) -> str:
+    """`torch.relu`, `Tensor.add`, `torch.nn.functional.linear`: how a user would write the call."""
+    qualified = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or type(func).__name__
+    if qualified.startswith("TensorBase.") or qualified.startswith("Tensor."):
+        return "Tensor." + qualified.split(".", 1)[1]
+    if qualified.startswith("_VariableFunctionsClass."):
+        return "torch." + qualified.split(".", 1)[1]
+    module = getattr(func, "__module__", None) or ""
+    if module.startswith("torch.nn.functional") or module.startswith("torch._C._nn"):
+        return "torch.nn.functional." + qualified
+    return f"{module}.{qualified}" if module.startswith("torch") else "torch." + qualified
 
 
 def measure(call: Callable[[], object], launches: LaunchCounter, device: torch.device) -> Coverage:

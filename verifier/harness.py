@@ -322,12 +322,9 @@ def _coverage(model: torch.nn.Module, task: ModuleType, job: Job, device: torch.
     """Coverage of one more call on the first call's inputs (not compared: its outputs are dropped)."""
     inputs = trial_inputs(task, job["calls"][0]["seed"], device)
 
-    def call() -> None:
-        with torch.no_grad():
-            model(*inputs)
-
     try:
-        return coverage.measure(call, watch.launches, device)
+        with torch.no_grad():
+            return coverage.measure(lambda: model(*inputs), watch.launches, device)
     except Exception as exc:  # the figure is informational; a call that fails here was already judged
         return {"share": None, "library_calls": [], "error": _short(f"{type(exc).__name__}: {exc}", 300)}
 
