@@ -130,7 +130,10 @@ class Channel:
             if kind != JSON_FRAME:
                 raise ChannelClosed("expected a frame header, got tensor bytes")
             offset = self._payload(slot)
-            return json.loads(bytes(self.map[offset : offset + size]))
+            try:
+                return json.loads(bytes(self.map[offset : offset + size]))
+            except (ValueError, RecursionError) as exc:
+                raise ChannelClosed(f"a frame header that is not JSON ({type(exc).__name__})") from exc
         finally:
             self._release()
 

@@ -48,6 +48,7 @@ _SEND_JSON = Channel.send_json
 TASK_INPUTS_MODULE = "tritonize_task_inputs"
 READY_TIMEOUT = 600.0
 FINGERPRINT_MODULUS = 65521
+UNTRUSTED_FRAME_ERRORS = (ValueError, TypeError, KeyError, IndexError, RecursionError, OverflowError)
 
 
 class StageError(Exception):
@@ -119,7 +120,10 @@ def run_reference(job: Job) -> ReferenceResult:
             structure, ref_leaves = flatten(output)
             leaves = [_describe(x) for x in ref_leaves]
             channel.mark_ready()
-            check, fingerprint = _receive_call(channel, call["label"], structure, ref_leaves, job, device, deadline)
+            try:
+                check, fingerprint = _receive_call(channel, call["label"], structure, ref_leaves, job, device, deadline)
+            except UNTRUSTED_FRAME_ERRORS as exc:  # what the candidate's side sent does not make sense
+                raise ChannelClosed(f"{type(exc).__name__}: {exc}") from exc
             comparison.merge(check)
             ref_fingerprint = _fingerprint_leaves(ref_leaves, channel.slot_bytes)
             previous = fingerprints[-1] if fingerprints else None

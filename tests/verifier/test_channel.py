@@ -84,3 +84,14 @@ def test_nothing_arriving_within_the_deadline_is_a_timeout():
 def test_only_sizes_that_fit_the_layout_make_a_channel():
     with pytest.raises(ValueError, match="multiple of 64"):
         Channel.create(1000)
+
+
+def test_a_header_that_is_not_json_is_the_writers_fault_not_a_crash():
+    channel = Channel.create(1024)
+    code = "import sys\nfrom verifier.channel import Channel\nc = Channel(int(sys.argv[1]))\n"
+    code += "slot = c._acquire()\nc.map[c._payload(slot) : c._payload(slot) + 5] = b'[[[[['\nc._publish(slot, 1, 5)\n"
+    writer = start_writer(channel, code)
+    assert writer.wait(timeout=60) == 0
+    with pytest.raises(ChannelClosed, match="not JSON"):
+        channel.receive_json(time.monotonic() + 60)
+    channel.close()
