@@ -48,7 +48,7 @@ _SEND_JSON = Channel.send_json
 TASK_INPUTS_MODULE = "tritonize_task_inputs"
 READY_TIMEOUT = 600.0
 FINGERPRINT_MODULUS = 65521
-UNTRUSTED_FRAME_ERRORS = (ValueError, TypeError, KeyError, IndexError, RecursionError, OverflowError)
+UNTRUSTED_FRAME_ERRORS = (ValueError, TypeError, KeyError, IndexError, RecursionError, OverflowError, RuntimeError)
 
 
 class StageError(Exception):

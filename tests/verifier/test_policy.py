@@ -46,7 +46,9 @@ def test_hybrid_accepts_it_as_correct_with_its_coverage_and_no_reward(pool):
     assert report.coverage == 0.5  # one Triton launch next to one library op, on the CPU's share of ops
     assert report.library_calls == ["torch.nn.functional.linear"]
     assert [v["rule"] for v in report.violations] == ["TRI302"]
-    assert "coverage: 50% of the ops in Triton (hybrid policy); in PyTorch: torch.nn.functional.linear" in report.summary()
+    assert (
+        "coverage: 50% of the ops in Triton (hybrid policy); in PyTorch: torch.nn.functional.linear" in report.summary()
+    )
 
 
 def test_an_all_triton_kernel_has_full_coverage_under_either_policy(pool):
