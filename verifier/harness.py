@@ -102,6 +102,7 @@ def run_reference(job: Job) -> ReferenceResult:
     """For each call: the task's output on the call's inputs, compared with what the candidate streams."""
     device = torch.device(job["device"])
     channel = _channel(job, device)
+    _full_precision()
     module = _stage("import", job["source"], lambda: load_module(job["source"], job["module_name"]))
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
@@ -446,6 +447,14 @@ def flatten(output: object) -> tuple[object, list]:
         return {"kind": "leaf", "index": len(leaves) - 1}
 
     return walk(output), leaves
+
+
+def _full_precision() -> None:
+    """The reference's fp32 is real fp32: PyTorch lets cuDNN run fp32 convolutions on TF32 tensor cores by
+    default (about 1e-3 relative error), which no accurate kernel could match within the fp32 tolerance. Set
+    before the task is imported, so a task that chooses its own precision still does."""
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def init_inputs(module: ModuleType, job: Job) -> list:
