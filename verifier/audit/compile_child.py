@@ -26,6 +26,7 @@ PLAIN_NODES = (
     ast.Constant, ast.Name, ast.Attribute, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
     ast.Tuple, ast.List, ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.keyword, ast.expr_context,
 )  # fmt: skip
+NOT_REBUILT = "__tritonize_not_rebuilt__"
 SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 REGISTERS = re.compile(r"Used (\d+) registers")
 
@@ -66,21 +67,37 @@ def _rebuild(path: str, source: str) -> tuple[types.ModuleType, list[str]]:
     module.__file__ = path
     sys.modules[module.__name__] = module
     notes = []
+    dropped: set[str] = set()
     for stmt in tree.body:
         if isinstance(stmt, ast.Import | ast.ImportFrom):
             if not _known_import(stmt):
+                dropped |= _bound_names(stmt)
                 continue
         elif isinstance(stmt, ast.FunctionDef):
             if not any(_keeps(d) for d in stmt.decorator_list):
                 continue
             stmt.decorator_list = [d for d in stmt.decorator_list if _keeps(d)]
         elif not (isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None and _plain(stmt.value)):
+            dropped |= _bound_names(stmt)
             continue
         try:
             exec(compile(ast.Module([stmt], []), path, "exec"), module.__dict__)
         except Exception as exc:
             notes.append(f"line {stmt.lineno}: {type(exc).__name__}: {exc}")
+    setattr(module, NOT_REBUILT, dropped)
     return module, notes
+
+
+def _bound_names(stmt: ast.stmt) -> set[str]:
+    """The module-level names a statement binds (imports, assignment targets, definitions)."""
+    if isinstance(stmt, ast.Import):
+        return {a.asname or a.name.split(".")[0] for a in stmt.names}
+    if isinstance(stmt, ast.ImportFrom):
+        return {a.asname or a.name for a in stmt.names}
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {stmt.name}
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    return {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def _known_import(stmt: ast.Import | ast.ImportFrom) -> bool:
@@ -125,12 +142,27 @@ def _compile(module: types.ModuleType, job: CompileJobSpec, capability: int) -> 
         source = ASTSource(function, signature, _constexprs(function, job["constexprs"]), _aligned(signature))
         compiled = triton.compile(source, target=GPUTarget("cuda", capability, 32), options=options)
     except Exception as exc:
+        missing = _missing_name(exc, getattr(module, NOT_REBUILT, set()))
+        if missing is not None:
+            return {**result, "skipped": f"`{job['kernel']}` uses `{missing}`, which comes from code the compile "
+                    "check does not run (another module's import or a computed constant)"}  # fmt: skip
         return {**result, "error": _describe_error(exc)}
     figures = _ptxas_figures(compiled.asm.get("ptx"), capability)
     registers = _cubin_registers(compiled.asm.get("cubin"), job["kernel"], capability)
     if registers is not None:
         figures["registers"] = registers
     return {**result, "shared": int(compiled.metadata.shared), **figures}
+
+
+def _missing_name(exc: BaseException, not_rebuilt: set[str]) -> str | None:
+    """The name a compile failed on, when the rebuild left it out on purpose (not the kernel's fault)."""
+    current: BaseException | None = exc
+    while current is not None:
+        for name in re.findall(r"'?(\w+)'? is not defined", str(current)):
+            if name in not_rebuilt:
+                return name
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _cubin_registers(cubin: bytes | None, kernel: str, capability: int) -> int | None:

@@ -244,3 +244,15 @@ def test_a_compile_that_runs_past_its_time_limit_is_stopped_and_said(tmp_path):
     [finding] = checker.findings("slow.py", slow)
     assert finding.rule == "TRI604" and finding.severity == "info"
     assert "compiling took longer than 1 s and was stopped" in finding.message
+
+
+def test_a_helper_from_another_module_is_not_compiled_rather_than_called_broken(checker):
+    """The compile child does not import other modules (their top level could do anything), so a kernel that
+    calls a @jit helper imported from one is left uncompiled, with the reason, never reported as an error."""
+    source = ADD.replace(
+        "import triton.language as tl\n", "import triton.language as tl\nfrom mypkg.ops import twice\n"
+    )
+    source = source.replace("+ tl.load(y_ptr + offs, mask=mask)", "+ twice(tl.load(y_ptr + offs, mask=mask))")
+    [finding] = checker.findings("add.py", source)
+    assert (finding.rule, finding.severity) == ("TRI604", "info")
+    assert "uses `twice`, which comes from code the compile check does not run" in finding.message
