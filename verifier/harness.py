@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import random
 import sys
@@ -33,6 +34,7 @@ from verifier.messages import (
     CandidateResult,
     Coverage,
     Job,
+    OutputsHeader,
     ReferenceResult,
     StageFailure,
     TimedCandidate,
@@ -108,7 +110,7 @@ def run_reference(job: Job) -> ReferenceResult:
         if not hasattr(module, name):
             raise StageError("import", AttributeError(f"the task defines no `{name}`"), job["source"])
     model = _stage("init", job["source"], lambda: _build(module.Model, init_inputs(module, job), job, device))
-    comparison, structure, leaves, repeated = compare.Comparison(), None, [], None
+    comparison, repeated = compare.Comparison(), None
     fingerprints: list[tuple[int, int]] = []
     compared = 0
     deadline = time.monotonic() + job["wait_seconds"]
@@ -119,7 +121,6 @@ def run_reference(job: Job) -> ReferenceResult:
                 output = _stage("forward", job["source"], lambda args=inputs: model(*args))
             del inputs
             structure, ref_leaves = flatten(output)
-            leaves = [_describe(x) for x in ref_leaves]
             channel.mark_ready()
             try:
                 check, fingerprint = _receive_call(channel, call["label"], structure, ref_leaves, job, device, deadline)
@@ -138,8 +139,6 @@ def run_reference(job: Job) -> ReferenceResult:
         comparison.problems.append(f"the candidate's outputs stopped arriving after {compared} calls ({exc})")
     return {
         "ok": True,
-        "structure": structure,
-        "leaves": leaves,
         "calls_compared": compared,
         "comparison": {
             "max_abs_error": comparison.max_abs_error,
@@ -285,7 +284,7 @@ def run_candidate(job: Job) -> CandidateResult:
         raise StageError("import", AttributeError("the candidate defines no `ModelNew` class"), job["source"])
     model = _stage("init", job["source"], lambda: _build(module.ModelNew, init, job, device))
     watch.check_environment()
-    launches, previous, structure = [], [], None
+    launches, previous = [], []
     for call in job["calls"]:
         grad_mode = torch.enable_grad if call["grad"] else torch.no_grad
         guards = Guards()
@@ -314,8 +313,6 @@ def run_candidate(job: Job) -> CandidateResult:
     watch.check_environment()
     return {
         "ok": True,
-        "structure": structure,
-        "leaves": [_describe(x) for x in previous],
         "launches": launches,
         "kernels": kernels,
         "violations": watch.violations,
@@ -366,13 +363,13 @@ def time_candidate(job: Job) -> TimedCandidate:
 
 
 def _send_outputs(channel: Channel, structure: object, leaves: list) -> None:
-    described = []
+    header: OutputsHeader = {"structure": structure, "leaves": []}
     for leaf in leaves:
         if type(leaf) is torch.Tensor:
-            described.append(_describe(leaf))
+            header["leaves"].append(_describe(leaf))
         else:
-            described.append({"type": type(leaf).__qualname__, "value": _plain(leaf)})
-    channel.send_json({"structure": structure, "leaves": described})
+            header["leaves"].append({"type": type(leaf).__qualname__, "value": _plain(leaf)})
+    channel.send_json(header)
     for leaf in leaves:
         if type(leaf) is torch.Tensor:
             channel.send_tensor(leaf)
@@ -495,10 +492,7 @@ def _announced_bytes(leaf: dict) -> int | None:
         return None
     if not all(isinstance(n, int) and n >= 0 for n in shape):
         return None
-    count = 1
-    for n in shape:
-        count *= n
-    return count * torch.empty((), dtype=dtype).element_size()
+    return math.prod(shape) * dtype.itemsize
 
 
 def _fingerprint(chunk: torch.Tensor) -> int:

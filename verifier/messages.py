@@ -87,6 +87,13 @@ class LeafInfo(TypedDict, total=False):
     value: object  # a leaf that is not a tensor: its value (numbers, booleans, None) or its repr
 
 
+class OutputsHeader(TypedDict):
+    """The JSON frame the candidate's job sends on the channel before each call's tensor bytes."""
+
+    structure: object
+    leaves: list[LeafInfo]
+
+
 class TimingSample(TypedDict):
     """`timing.time_cuda`'s measurement of one callable."""
 
@@ -121,8 +128,6 @@ class ReferenceResult(TypedDict):
     """The task ran each call and compared the candidate's streamed outputs with its own."""
 
     ok: Literal[True]
-    structure: object
-    leaves: list[LeafInfo]
     calls_compared: int
     comparison: ComparisonResult
     repeated: str | None  # a trial's output identical to the previous one's while the reference's changed
@@ -141,8 +146,6 @@ class CandidateResult(TypedDict):
     """The candidate ran on every trial plus one enable_grad call; what the runtime watch saw."""
 
     ok: Literal[True]
-    structure: object
-    leaves: list[LeafInfo]
     launches: list[int]
     kernels: list[str]
     violations: list[Violation]

@@ -203,12 +203,9 @@ class Verification:
         report.launches = result["launches"]
         report.kernels = result["kernels"]
         report.violations.extend(result["violations"])
-        report.coverage, report.library_calls = _coverage(result.get("coverage"))
-        if report.coverage is None:
-            measured = result.get("coverage")
-            detail = measured.get("error") if isinstance(measured, dict) else None
-            detail = detail or "no figure came back"
-            report.warnings.append(f"coverage could not be measured: {str(detail)[:300]}")
+        report.coverage, report.library_calls, missing = _coverage(result.get("coverage"))
+        if missing:
+            report.warnings.append(f"coverage could not be measured: {missing}")
         comparison = reference["comparison"]
         problems = list(comparison["problems"])
         if reference["repeated"]:
@@ -450,15 +447,17 @@ def _pytorch_work(message: str) -> str:
     return subject[0].upper() + subject[1:] if subject else "Part of the work"
 
 
-def _coverage(measured: object) -> tuple[float | None, list[str]]:
-    """The child's coverage figures, checked for shape (they come from the candidate's process)."""
+def _coverage(measured: object) -> tuple[float | None, list[str], str | None]:
+    """The child's coverage figures, checked for shape (they come from the candidate's process), and why
+    there is no share when there is none."""
     if not isinstance(measured, dict):
-        return None, []
+        return None, [], "no figure came back"
     share = measured.get("share")
     share = float(share) if isinstance(share, int | float) and 0.0 <= share <= 1.0 else None
     library = measured.get("library_calls")
     names = [str(n)[:80] for n in library[:10]] if isinstance(library, list) else []
-    return share, names
+    missing = None if share is not None else str(measured.get("error") or "no figure came back")[:300]
+    return share, names, missing
 
 
 def _failure_verdict(result: dict, candidate: Path) -> tuple[str, str]:
