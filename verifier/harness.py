@@ -12,6 +12,7 @@ or that alias an earlier call's output, timers or hooks that were replaced, and 
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import math
@@ -45,11 +46,13 @@ from verifier.rules import RULES
 
 _CLONE = torch.Tensor.clone
 _EQUAL = torch.equal
+_GC_COLLECT = gc.collect
 _SEND_TENSOR = Channel.send_tensor
 _SEND_JSON = Channel.send_json
 TASK_INPUTS_MODULE = "tritonize_task_inputs"
 READY_TIMEOUT = 600.0
 FINGERPRINT_MODULUS = 65521
+GC_AFTER_BYTES = 64 * 2**20
 UNTRUSTED_FRAME_ERRORS = (ValueError, TypeError, KeyError, IndexError, RecursionError, OverflowError, RuntimeError)
 
 
@@ -134,7 +137,9 @@ def run_reference(job: Job) -> ReferenceResult:
                 repeated = f"{call['label']} returned exactly the previous trial's output although the inputs changed"
             fingerprints.append((fingerprint, ref_fingerprint))
             compared += 1
-            del output, ref_leaves
+            del output
+            _collect_garbage(ref_leaves)
+            del ref_leaves
     except (ChannelClosed, TimeoutError) as exc:
         comparison.problems.append(f"the candidate's outputs stopped arriving after {compared} calls ({exc})")
     return {
@@ -307,6 +312,8 @@ def run_candidate(job: Job) -> CandidateResult:
         _check_leaves(watch, leaves, previous, on_device)
         previous = leaves
         _send_outputs(channel, structure, leaves)
+        del output, on_device
+        _collect_garbage(leaves)
         watch.check_environment()
     kernels = sorted(set(watch.launches.names))
     measured = _coverage(model, task, job, device, watch)
@@ -436,14 +443,16 @@ def seed_everything(seed: int) -> None:
 def flatten(output: object) -> tuple[object, list]:
     """(structure, leaves) of a forward's result: nested tuples/lists of tensors or Python scalars."""
     leaves: list = []
+    return _walk(output, leaves), leaves
 
-    def walk(obj: object) -> object:
-        if isinstance(obj, tuple | list) and type(obj) in (tuple, list):
-            return {"kind": type(obj).__name__, "items": [walk(x) for x in obj]}
-        leaves.append(obj)
-        return {"kind": "leaf", "index": len(leaves) - 1}
 
-    return walk(output), leaves
+def _walk(obj: object, leaves: list) -> object:
+    """A plain recursive function, not a closure: a self-referencing closure is a reference cycle that would
+    keep every output it saw alive until the garbage collector happens to run (GBs at published sizes)."""
+    if isinstance(obj, tuple | list) and type(obj) in (tuple, list):
+        return {"kind": type(obj).__name__, "items": [_walk(x, leaves) for x in obj]}
+    leaves.append(obj)
+    return {"kind": "leaf", "index": len(leaves) - 1}
 
 
 def _full_precision() -> None:
@@ -479,6 +488,14 @@ def _channel(job: Job, device: torch.device) -> Channel:
     if device.type == "cuda":
         channel.pin()
     return channel
+
+
+def _collect_garbage(leaves: list) -> None:
+    """After a call with large outputs, collect reference cycles now: a cycle (Triton's interpreter makes one
+    per launch; candidate code may too) would otherwise keep that call's GB-sized tensors alive for several
+    more calls. Small calls skip it (a collection costs tens of milliseconds)."""
+    if sum(_nbytes(x) for x in leaves) >= GC_AFTER_BYTES:
+        _GC_COLLECT()
 
 
 def _nbytes(value: object) -> int:

@@ -148,7 +148,7 @@ class ZygoteHandle:
         prefix, self.isolation = sandbox.launch_prefix(self.isolate)
         command = [*prefix, sys.executable, "-m", "verifier.zygote", "--scratch", str(self.scratch)]
         cover = self.base.parent if self.base.parent != Path("/") else self.base
-        command += ["--cover", str(cover)]
+        command += ["--cover", str(cover), "--device", self.device]
         command += [arg for path in self.writable for arg in ("--writable", path)]
         if prefix:
             command.append("--lockdown")

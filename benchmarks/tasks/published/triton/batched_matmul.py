@@ -1,4 +1,4 @@
-"""Batched fp32 matmul (128 x 512 x 1024 @ 128 x 1024 x 2048): tiled Triton GEMM per batch, 3xTF32 tensor-core dots."""
+"""Batched fp32 matmul (128 x 512 x 1024 @ 128 x 1024 x 2048): tiled Triton GEMM per batch, plain fp32 (ieee) dots."""
 
 import torch
 import torch.nn as nn
@@ -49,9 +49,10 @@ def _bmm_kernel(
     for k in range(0, K, BLOCK_K):
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] + k < K), other=0.0)
         b = tl.load(b_ptrs, mask=(offs_k[:, None] + k < K) & (offs_n[None, :] < N), other=0.0)
-        # 3xTF32: fp32-level accuracy on tensor cores, accumulated in fp32. With K = 1024 the fp32 reference's own
-        # rounding stays well inside the 1e-4 tolerance; "ieee" (plain FMA, as cuBLAS) is the slower fallback.
-        acc = tl.dot(a, b, acc, input_precision="tf32x3")
+        # "ieee": the sequential fp32 FMA chain over k that cuBLAS runs for the reference. 3xTF32 is as accurate
+        # but rounds differently, and 128 x 512 x 2048 outputs make a few near-zero ones miss the 1e-4 tolerance
+        # (measured on the H100: 1-3 per call, max abs error 3e-4).
+        acc = tl.dot(a, b, acc, input_precision="ieee")
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
 

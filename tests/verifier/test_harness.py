@@ -1,0 +1,117 @@
+"""The sandboxed harness frees each call's data before the next call: at published sizes (6 GiB per output) a
+tensor kept alive for a few calls more is the difference between verifying and running out of memory."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import textwrap
+import weakref
+
+import torch
+
+from tests.conftest import FIXTURES
+from verifier import harness
+
+# Run in a child process: `run_candidate` installs the watch's hooks (thread starts, launches) for good, as it
+# may in the sandbox, and they must not leak into this test process.
+CANDIDATE_RUN = textwrap.dedent(
+    """
+    import gc, sys, threading, time
+    import torch
+    from verifier import harness
+    from verifier.channel import Channel
+
+    gc.disable()  # only the harness's own collections may free the candidate's cycles
+    task, candidate = sys.argv[1], sys.argv[2]
+    channel = Channel.create(1 << 20)
+
+    def drain():
+        while True:
+            header = channel.receive_json(time.monotonic() + 60)
+            for leaf in header["leaves"]:
+                size = 4 * torch.Size(leaf["shape"]).numel()
+                for _ in channel.receive_bytes(size, torch.device("cpu"), time.monotonic() + 60):
+                    pass
+
+    threading.Thread(target=drain, daemon=True).start()
+    calls = [{"seed": s, "grad": False, "label": f"trial {s}"} for s in range(5)]
+    calls.append({"seed": 9, "grad": True, "label": "enable_grad call"})
+    job = {"device": "cpu", "channel_fd": channel.fd, "inputs_source": task, "source": candidate,
+           "module_name": "cyclic_candidate", "calls": calls, "init_seed": 1}
+    harness.run_candidate(job)
+    seen = sys.modules["cyclic_candidate"].SEEN
+    print(sum(ref() is not None for ref in seen), len(seen))
+    """
+)
+
+TASK = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+def get_inputs():
+    return [torch.randn(4096, 4096)]  # 64 MiB: large enough that the harness collects after each call
+
+def get_init_inputs():
+    return []
+"""
+
+# Every output sits in a reference cycle, as Triton's interpreter leaves one per launch.
+CYCLIC_CANDIDATE = """
+import weakref
+import torch
+import torch.nn as nn
+
+SEEN = []
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = x * 2
+        holder = {"out": out}
+        holder["self"] = holder
+        SEEN.append(weakref.ref(out))
+        return out
+"""
+
+
+def test_flatten_leaves_no_reference_cycle_behind():
+    output = (torch.ones(4), [torch.zeros(2), 3.0])
+    alive = weakref.ref(output[0])
+    gc.disable()
+    try:
+        structure, leaves = harness.flatten(output)
+        assert structure == {
+            "kind": "tuple",
+            "items": [
+                {"kind": "leaf", "index": 0},
+                {"kind": "list", "items": [{"kind": "leaf", "index": 1}, {"kind": "leaf", "index": 2}]},
+            ],
+        }
+        assert leaves[2] == 3.0
+        del output, leaves
+        assert alive() is None, "the first output is still alive after its last reference went"
+    finally:
+        gc.enable()
+
+
+def test_a_candidates_reference_cycles_do_not_keep_earlier_calls_outputs_alive(tmp_path):
+    task, candidate = tmp_path / "double.py", tmp_path / "cyclic.py"
+    task.write_text(TASK)
+    candidate.write_text(CYCLIC_CANDIDATE)
+    run = subprocess.run(
+        [sys.executable, "-c", CANDIDATE_RUN, str(task), str(candidate)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=FIXTURES.parent.parent,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    alive, outputs = map(int, run.stdout.split()[-2:])
+    assert outputs == 7  # 6 compared calls and the coverage call
+    # Only the coverage call's output may still wait in its cycle: nothing collects after that last call.
+    assert alive <= 1, f"{alive} of {outputs} outputs still alive"
