@@ -53,6 +53,7 @@ class VerifyBody(BaseModel):
     policy: Literal["strict", "hybrid"] = Field(
         default="strict", description="hybrid: PyTorch may do the work Triton does not; never rewarded"
     )
+    sanitize: bool = Field(default=False, description="GPU: also run the candidate under compute-sanitizer memcheck")
 
 
 class ConvertBody(BaseModel):
@@ -128,7 +129,13 @@ def create_app(config: ServerConfig) -> FastAPI:
             candidate.write_text(body.candidate)
             try:
                 report = await asyncio.to_thread(
-                    state.pool.verify, task, candidate, trials=body.trials, timeout=body.timeout, policy=body.policy
+                    state.pool.verify,
+                    task,
+                    candidate,
+                    trials=body.trials,
+                    timeout=body.timeout,
+                    policy=body.policy,
+                    sanitize=body.sanitize,
                 )
             except (TaskError, UsageError) as exc:
                 message = str(exc).replace(f"{scratch}/", "")

@@ -100,6 +100,12 @@ def _add_verify(subparsers: argparse._SubParsersAction) -> None:
         "the work Triton does not (e.g. a convolution), reported with Triton's share as `coverage`",
     )
     verify.add_argument(
+        "--sanitize",
+        action="store_true",
+        help="GPU: once correct, run the candidate once more under compute-sanitizer memcheck, which also sees "
+        "out-of-bounds reads (slow)",
+    )
+    verify.add_argument(
         "--no-isolation", action="store_true", help="run without namespaces (debugging only; unsafe for untrusted code)"
     )
     verify.set_defaults(run=_run_verify)
@@ -125,6 +131,7 @@ def _run_verify(args: argparse.Namespace) -> int:
             timing_trials=args.timing_trials,
             compile_baseline=not args.no_compile_baseline,
             policy=args.policy,
+            sanitize=args.sanitize,
         )
     except (TaskError, UsageError, ValueError, SandboxStartError) as exc:
         return usage_error("verify", str(exc))

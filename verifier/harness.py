@@ -24,14 +24,17 @@ import time
 import traceback
 from collections.abc import Callable
 from types import ModuleType
+from typing import NoReturn
 
 import torch
 
-from verifier import compare, coverage, launch_hook, timing
+from verifier import compare, coverage, launch_hook, sanitizer, timing
 from verifier.channel import Channel, ChannelClosed
 from verifier.guards import Guards
 from verifier.messages import (
     RESULT_FILE,
+    SANITIZED_JOB_FILE,
+    SANITIZER_LOG_FILE,
     CandidateResult,
     Coverage,
     Job,
@@ -85,6 +88,8 @@ def run_job(job: Job) -> None:
         "candidate": run_candidate,
         "time_reference": time_reference,
         "time_candidate": time_candidate,
+        "sanitize": sanitize,
+        "sanitized_candidate": sanitized_candidate,
     }
     started = time.perf_counter()
     if job["device"] == "cpu":
@@ -367,6 +372,36 @@ def time_candidate(job: Job) -> TimedCandidate:
     structure, leaves = flatten(holder["out"])
     _send_outputs(channel, structure, leaves)
     return {"ok": True, "candidate": measured, "violations": watch.violations}
+
+
+def sanitize(job: Job) -> NoReturn:
+    """Replace this process with compute-sanitizer running `sanitized_candidate` on the same job in a fresh
+    interpreter (memcheck must see CUDA start up). The sandbox stays: namespaces, the read-only filesystem,
+    the limits and the process tree are all kept across `exec`."""
+    inner = {**job, "kind": "sanitized_candidate"}
+    with open(SANITIZED_JOB_FILE, "w") as f:
+        json.dump(inner, f)
+    # -P: the job directory (writable by the candidate) is not put on the import path
+    target = [sys.executable, "-P", "-m", "verifier.zygote", "--run-job", os.path.abspath(SANITIZED_JOB_FILE)]
+    argv = sanitizer.command(job["sanitizer"], os.path.abspath(SANITIZER_LOG_FILE), target)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(argv[0], argv, sanitizer.environment())
+
+
+def sanitized_candidate(job: Job) -> dict:
+    """One plain call of the candidate on the first call's inputs: no guard zones (memcheck must see an
+    overrun leave the tensor's own allocation) and nothing streamed (the outputs were already compared)."""
+    device = torch.device(job["device"])
+    task = _stage("get_inputs", job["inputs_source"], lambda: load_module(job["inputs_source"], TASK_INPUTS_MODULE))
+    init = _stage("get_init_inputs", job["inputs_source"], lambda: init_inputs(task, job))
+    module = _stage("import", job["source"], lambda: load_module(job["source"], job["module_name"]))
+    model = _stage("init", job["source"], lambda: _build(module.ModelNew, init, job, device))
+    inputs = _stage("get_inputs", job["inputs_source"], lambda: trial_inputs(task, job["calls"][0]["seed"], device))
+    with torch.no_grad():
+        _stage("forward", job["source"], lambda: model(*inputs))
+        _stage("forward", job["source"], lambda: _synchronize(device))
+    return {"ok": True}
 
 
 def _send_outputs(channel: Channel, structure: object, leaves: list) -> None:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
-JobKind = Literal["reference", "candidate", "time_reference", "time_candidate"]
+JobKind = Literal["reference", "candidate", "time_reference", "time_candidate", "sanitize", "sanitized_candidate"]
 
 RESULT_FILE = "result.json"
 STDOUT_FILE = "stdout.txt"
 STDERR_FILE = "stderr.txt"
 HARNESS_ERROR_FILE = "harness_error.txt"
+SANITIZED_JOB_FILE = "sanitized_job.json"  # sanitize: the job the process under compute-sanitizer runs
+SANITIZER_LOG_FILE = "sanitizer.log"  # sanitize: memcheck's report, read by the parent
 
 
 class Call(TypedDict):
@@ -50,6 +52,7 @@ class Job(_JobRequired, total=False):
     atol: float | None  # reference: tolerance overrides
     rtol: float | None
     compile: bool  # time_reference: also time torch.compile
+    sanitizer: str  # sanitize: the compute-sanitizer executable
 
 
 class Ready(TypedDict):

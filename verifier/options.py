@@ -24,6 +24,7 @@ class VerifyOptions:
     compile_baseline: bool = True
     suspect_speedup: float = 10.0
     policy: str = "strict"  # "hybrid": PyTorch may do the work Triton does not (never rewarded)
+    sanitize: bool = False  # GPU: one more run under compute-sanitizer memcheck once the candidate is correct
     static_checks: bool = True  # off only to test that the sandbox holds on its own; never for real use
 
     def __post_init__(self) -> None:

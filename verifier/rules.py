@@ -92,6 +92,7 @@ RULES: dict[str, Rule] = {
         _runtime("TRI356", "harness-tampered", "timers, synchronize, comparison or the launch hook replaced", True),
         _runtime("TRI357", "cached-output", "an output repeats the previous call's (output caching)", False),
         _runtime("TRI358", "out-of-bounds", "forward wrote outside the buffers it was given or allocated", False),
+        _runtime("TRI359", "memcheck-error", "compute-sanitizer memcheck saw a bad device memory access", False),
         _static("TRI401", "unshifted-exp", "warning", "exp of unshifted values summed (softmax/logsumexp overflow)"),
         _static("TRI402", "low-precision-accumulator", "warning", "fp16/bf16 accumulator or tl.dot output"),
         _static("TRI403", "dot-precision-unstated", "warning", "tl.dot without input_precision: TF32 for fp32 inputs"),

@@ -22,12 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verifier import sanitizer
 from verifier.audit.anti_hacking import check_candidate
 from verifier.channel import Channel
 from verifier.errors import TaskError, UsageError
 from verifier.messages import (
     HARNESS_ERROR_FILE,
     RESULT_FILE,
+    SANITIZER_LOG_FILE,
     STDERR_FILE,
     STDOUT_FILE,
     Call,
@@ -45,6 +47,8 @@ OUTPUT_LIMIT = 4000
 CANDIDATE_MODULE = "candidate"
 TASK_INPUTS_FILE = "task_inputs.py"
 CHANNEL_SLOT_BYTES = {"cuda": 32 * 2**20, "cpu": 2**20}
+SANITIZE_SLOWDOWN = 20  # memcheck runs kernels 10-100x slower: its run gets this many timeouts
+SANITIZE_MIN_SECONDS = 300.0
 HYBRID_ALLOWS = {"TRI302"}  # PyTorch compute: what the hybrid policy accepts (and never rewards)
 PYTORCH_WORK = (
     (("conv",), "the convolution"),
@@ -168,6 +172,7 @@ class Verification:
         except SyntaxError as exc:
             self._finish("compile_error", f"{self.candidate}:{exc.lineno}: syntax error: {exc.msg}")
             return
+        executable = self._sanitizer()
         report.violations = [f.as_violation() for f in findings]
         errors = [f for f in findings if RULES[f.rule].rejects]
         if self.opts.policy == "hybrid":
@@ -179,6 +184,8 @@ class Verification:
         report.isolation = self.slot.candidate.isolation
         report.warnings.extend(report.isolation.get("warnings", []))
         if not self._check_correctness(module_name, self.opts.trials):
+            return
+        if executable and not self._sanitize(module_name, executable):
             return
         if self.shared.device == "cuda" and self.opts.timing:
             self._time(module_name)
@@ -292,6 +299,60 @@ class Verification:
             line = f":{result['line']}" if result.get("line") else ""
             raise TaskError(f"{self.task}{line}: {result['stage']} failed: {result['error_type']}: {result['error']}")
         return result
+
+    # ------------------------------------------------------------ --sanitize
+
+    def _sanitizer(self) -> str | None:
+        """compute-sanitizer's path when `--sanitize` was asked for; a UsageError if it cannot run here."""
+        if not self.opts.sanitize:
+            return None
+        if self.shared.device != "cuda":
+            raise UsageError(
+                "--sanitize needs a CUDA GPU: compute-sanitizer checks device kernels (on the CPU every call "
+                "already runs with guard zones around its buffers)"
+            )
+        executable = sanitizer.find()
+        if executable is None:
+            raise UsageError(
+                "--sanitize needs compute-sanitizer from the CUDA toolkit; none found on PATH, in $CUDA_HOME/bin "
+                "or /usr/local/cuda/bin"
+            )
+        return executable
+
+    def _sanitize(self, module_name: str, executable: str) -> bool:
+        """One more call of the correct candidate under memcheck; False after setting the verdict if memcheck
+        saw a bad access. A sanitized run that cannot finish is a warning, not a verdict."""
+        started = time.perf_counter()
+        name, job_dir = self.slot.candidate.new_job_dir()
+        shutil.copyfile(self.candidate, job_dir / f"{CANDIDATE_MODULE}.py")
+        (job_dir / TASK_INPUTS_FILE).write_text(inputs_only(self.task.read_text()))
+        inputs = f"{self.slot.candidate.scratch}/{name}/{TASK_INPUTS_FILE}"
+        calls: list[Call] = [{"seed": self.first_seed, "grad": False, "label": "sanitized call"}]
+        extra = {"inputs_source": inputs, "sanitizer": executable}
+        seconds = max(SANITIZE_MIN_SECONDS, SANITIZE_SLOWDOWN * self.opts.timeout)
+        outcome = self._run_job(self.slot.candidate, name, "sanitize", extra, calls, seconds=seconds)
+        self.phases["sanitize_s"] = time.perf_counter() - started
+        count, errors = sanitizer.read_log(_read_text(job_dir / SANITIZER_LOG_FILE))
+        if errors or count:
+            rule = RULES["TRI359"]
+            shown = errors[:3] or [f"{count} errors"]
+            for error in shown:
+                message = f"compute-sanitizer memcheck: {error}"
+                self.report.violations.append(
+                    {"rule": rule.id, "severity": rule.severity, "message": message, "line": 0, "column": 0}
+                )
+            more = f" (and {count - len(shown)} more)" if count > len(shown) else ""
+            self._finish(
+                "incorrect", f"TRI359: compute-sanitizer memcheck found {count} memory errors: {shown[0]}{more}"
+            )
+            return False
+        result = _read_json(job_dir / RESULT_FILE)
+        if outcome.status != "ok" or outcome.exit_code or not result or not result.get("ok"):
+            detail = result.get("error") if result else _describe_outcome(outcome, job_dir)
+            self.report.warnings.append(f"--sanitize: the run under compute-sanitizer did not finish: {detail}")
+            return True
+        self.report.message += "; compute-sanitizer memcheck saw no memory errors"
+        return True
 
     # ------------------------------------------------------------ timing
 

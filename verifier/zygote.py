@@ -18,6 +18,8 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
+from typing import NoReturn
 
 from verifier.messages import HARNESS_ERROR_FILE, STDERR_FILE, STDOUT_FILE, Job, Ready, ZygoteReply
 
@@ -26,6 +28,8 @@ GPU_WARM_IMPORTS = ("torch.profiler", "torch._dynamo", "torch._higher_order_ops.
 
 def main(argv: list[str] | None = None) -> None:
     args = _parse(argv)
+    if args.run_job:
+        _run_in_place(args.run_job)
     protocol_in = os.fdopen(os.dup(0), "r")
     protocol_out = os.fdopen(os.dup(1), "w")
     _redirect(0, "/dev/null", os.O_RDONLY)
@@ -81,19 +85,39 @@ def _run_forked(job: Job, scratch: str, protocol_fds: list[int]) -> ZygoteReply:
     return reply
 
 
-def _child(job: Job, job_dir: str, protocol_fds: list[int]) -> None:
+def _child(job: Job, job_dir: str, protocol_fds: list[int]) -> NoReturn:
     """Never returns: runs one job and exits with 0 (ran) or 70 (the harness itself failed)."""
-    code = 70
-    try:
+
+    def setup() -> None:
         for fd in protocol_fds:
             os.close(fd)
         os.chdir(job_dir)
         _redirect(1, os.path.join(job_dir, STDOUT_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         _redirect(2, os.path.join(job_dir, STDERR_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.setpgid(0, 0)
+
+    _run_and_exit(lambda: job, job_dir, setup)
+
+
+def _run_in_place(job_file: str) -> NoReturn:
+    """`--run-job`: one job in this process, no zygote around it (what compute-sanitizer starts for a
+    sanitize job, inside the sandbox the job's child was already in, its output files still open)."""
+    job_dir = os.path.dirname(os.path.abspath(job_file))
+
+    def load() -> Job:
+        with open(job_file) as f:
+            return json.load(f)
+
+    _run_and_exit(load, job_dir, lambda: os.chdir(job_dir))
+
+
+def _run_and_exit(job: Callable[[], Job], job_dir: str, setup: Callable[[], None]) -> NoReturn:
+    code = 70
+    try:
+        setup()
         from verifier import harness
 
-        harness.run_job(job)
+        harness.run_job(job())
         code = 0
     except BaseException as exc:  # the harness must report, whatever happened
         try:
@@ -148,12 +172,16 @@ def _redirect(fd: int, path: str, flags: int) -> None:
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m verifier.zygote")
-    parser.add_argument("--scratch", required=True)
-    parser.add_argument("--cover", required=True, help="directory to hide (the temp dir)")
+    parser.add_argument("--scratch")
+    parser.add_argument("--cover", help="directory to hide (the temp dir)")
     parser.add_argument("--writable", action="append", default=[])
     parser.add_argument("--lockdown", action="store_true")
     parser.add_argument("--device", default="cpu", help="the device the jobs use (cuda warms GPU-only imports)")
-    return parser.parse_args(argv)
+    parser.add_argument("--run-job", metavar="JOB_FILE", help="run this one job here and exit (no zygote)")
+    args = parser.parse_args(argv)
+    if not args.run_job and not (args.scratch and args.cover):
+        parser.error("--scratch and --cover are required (or --run-job)")
+    return args
 
 
 if __name__ == "__main__":

@@ -97,3 +97,25 @@ def test_a_6_gib_task_verifies_under_a_4_gib_host_memory_limit(gpu_pool):
     assert report.verdict == "correct", report.message
     assert report.max_abs_error == 0
     assert report.timing["candidate_ms"] > 0
+
+
+def test_sanitize_sees_an_out_of_bounds_read_that_guard_zones_cannot(gpu_pool):
+    task, candidate = FIXTURES / "tasks/relu.py", FIXTURES / "gpu/reads_past_end.py"
+    plain = gpu_pool.verify(task, candidate, trials=2, timing=False)
+    assert plain.verdict == "correct", plain.message
+    report = gpu_pool.verify(task, candidate, trials=2, timing=False, sanitize=True)
+    assert report.verdict == "incorrect", report.message
+    assert report.message.startswith("TRI359: compute-sanitizer memcheck found"), report.message
+    found = [v["message"] for v in report.violations if v["rule"] == "TRI359"]
+    assert found and "read" in found[0] and "_relu_kernel" in found[0], found
+    assert report.reward == 0.0
+
+
+def test_sanitize_passes_a_correct_kernel_and_says_so(gpu_pool):
+    report = gpu_pool.verify(
+        FIXTURES / "tasks/relu.py", FIXTURES / "candidates/relu_ok.py", trials=2, timing=False, sanitize=True
+    )
+    assert report.verdict == "correct", (report.message, report.warnings)
+    assert report.message.endswith("compute-sanitizer memcheck saw no memory errors")
+    assert not report.warnings, report.warnings
+    assert report.phases["sanitize_s"] > 0
