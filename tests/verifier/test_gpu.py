@@ -119,3 +119,19 @@ def test_sanitize_passes_a_correct_kernel_and_says_so(gpu_pool):
     assert report.message.endswith("compute-sanitizer memcheck saw no memory errors")
     assert not report.warnings, report.warnings
     assert report.phases["sanitize_s"] > 0
+
+
+def test_hybrid_coverage_on_the_gpu_is_tritons_share_of_kernel_time(gpu_pool):
+    hybrid = gpu_pool.verify(
+        FIXTURES / "hybrid/linear_relu.py",
+        FIXTURES / "hybrid/linear_relu_hybrid.py",
+        trials=2,
+        timing=False,
+        policy="hybrid",
+    )
+    assert hybrid.verdict == "correct" and hybrid.reward == 0, hybrid.message
+    assert 0 < hybrid.coverage < 1, hybrid.coverage  # the GEMM's kernels take part of the time
+    assert hybrid.library_calls == ["torch.nn.functional.linear"]
+    assert "of the kernel time in Triton (hybrid policy)" in hybrid.summary(), hybrid.summary()
+    triton_only = gpu_pool.verify(ADD, GOOD, trials=2, timing=False)
+    assert triton_only.coverage == 1.0, triton_only.warnings
