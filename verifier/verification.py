@@ -49,6 +49,7 @@ TASK_INPUTS_FILE = "task_inputs.py"
 CHANNEL_SLOT_BYTES = {"cuda": 32 * 2**20, "cpu": 2**20}
 SANITIZE_SLOWDOWN = 20  # memcheck runs kernels 10-100x slower: its run gets this many timeouts
 SANITIZE_MIN_SECONDS = 300.0
+SANITIZER_LOG_LIMIT = 2**20  # memcheck prints at most 20 errors, each with its host backtrace, then a summary
 HYBRID_ALLOWS = {"TRI302"}  # PyTorch compute: what the hybrid policy accepts (and never rewards)
 PYTORCH_WORK = (
     (("conv",), "the convolution"),
@@ -332,7 +333,7 @@ class Verification:
         seconds = max(SANITIZE_MIN_SECONDS, SANITIZE_SLOWDOWN * self.opts.timeout)
         outcome = self._run_job(self.slot.candidate, name, "sanitize", extra, calls, seconds=seconds)
         self.phases["sanitize_s"] = time.perf_counter() - started
-        count, errors = sanitizer.read_log(_read_text(job_dir / SANITIZER_LOG_FILE))
+        count, errors = sanitizer.read_log(_read_text(job_dir / SANITIZER_LOG_FILE, SANITIZER_LOG_LIMIT))
         if errors or count:
             rule = RULES["TRI359"]
             shown = errors[:3] or [f"{count} errors"]
@@ -342,8 +343,9 @@ class Verification:
                     {"rule": rule.id, "severity": rule.severity, "message": message, "line": 0, "column": 0}
                 )
             more = f" (and {count - len(shown)} more)" if count > len(shown) else ""
+            errors_word = "memory error" if count == 1 else "memory errors"
             self._finish(
-                "incorrect", f"TRI359: compute-sanitizer memcheck found {count} memory errors: {shown[0]}{more}"
+                "incorrect", f"TRI359: compute-sanitizer memcheck found {count} {errors_word}: {shown[0]}{more}"
             )
             return False
         result = _read_json(job_dir / RESULT_FILE)
@@ -577,11 +579,11 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, limit: int = OUTPUT_LIMIT) -> str:
     try:
         with open(path, "rb") as f:
-            data = f.read(OUTPUT_LIMIT + 1)
+            data = f.read(limit + 1)
     except OSError:
         return ""
-    text = data[:OUTPUT_LIMIT].decode(errors="replace")
-    return text + "\n... [truncated]" if len(data) > OUTPUT_LIMIT else text
+    text = data[:limit].decode(errors="replace")
+    return text + "\n... [truncated]" if len(data) > limit else text
