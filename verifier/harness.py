@@ -250,8 +250,7 @@ class Watch:
     def flag(self, rule: str, message: str) -> None:
         """Record a runtime finding (once per rule), with the severity the catalog gives it."""
         if not any(v["rule"] == rule for v in self.violations):
-            severity = RULES[rule].severity
-            self.violations.append({"rule": rule, "severity": severity, "message": message, "line": 0, "column": 0})
+            self.violations.append(RULES[rule].seen_at_run_time(message))
 
     def check_environment(self) -> None:
         new_threads = [t.name for t in threading.enumerate() if t.ident not in self.threads_before]
@@ -286,13 +285,9 @@ def run_candidate(job: Job) -> CandidateResult:
     watch sees and streaming each call's outputs to the comparer."""
     device = torch.device(job["device"])
     channel = _channel(job, device)
-    task = _stage("get_inputs", job["inputs_source"], lambda: load_module(job["inputs_source"], TASK_INPUTS_MODULE))
-    init = _stage("get_init_inputs", job["inputs_source"], lambda: init_inputs(task, job))
-    watch = Watch(device)
-    module = _stage("import", job["source"], lambda: load_module(job["source"], job["module_name"]))
-    if not hasattr(module, "ModelNew"):
-        raise StageError("import", AttributeError("the candidate defines no `ModelNew` class"), job["source"])
-    model = _stage("init", job["source"], lambda: _build(module.ModelNew, init, job, device))
+    task, init = _task_inputs(job)
+    watch = Watch(device)  # before the candidate's import: its launches and threads are seen from the start
+    model = _candidate_model(job, init, device)
     watch.check_environment()
     launches, previous = [], []
     for call in job["calls"]:
@@ -330,6 +325,21 @@ def run_candidate(job: Job) -> CandidateResult:
         "violations": watch.violations,
         "coverage": measured,
     }
+
+
+def _task_inputs(job: Job) -> tuple[ModuleType, list]:
+    """The candidate side's copy of the task (without its `Model`) and the constructor arguments drawn from it."""
+    task = _stage("get_inputs", job["inputs_source"], lambda: load_module(job["inputs_source"], TASK_INPUTS_MODULE))
+    init = _stage("get_init_inputs", job["inputs_source"], lambda: init_inputs(task, job))
+    return task, init
+
+
+def _candidate_model(job: Job, init: list, device: torch.device) -> torch.nn.Module:
+    """The candidate's `ModelNew`, imported and built on `device`."""
+    module = _stage("import", job["source"], lambda: load_module(job["source"], job["module_name"]))
+    if not hasattr(module, "ModelNew"):
+        raise StageError("import", AttributeError("the candidate defines no `ModelNew` class"), job["source"])
+    return _stage("init", job["source"], lambda: _build(module.ModelNew, init, job, device))
 
 
 def _coverage(model: torch.nn.Module, task: ModuleType, job: Job, device: torch.device, watch: Watch) -> Coverage:
@@ -393,10 +403,8 @@ def sanitized_candidate(job: Job) -> dict:
     """One plain call of the candidate on the first call's inputs: no guard zones (memcheck must see an
     overrun leave the tensor's own allocation) and nothing streamed (the outputs were already compared)."""
     device = torch.device(job["device"])
-    task = _stage("get_inputs", job["inputs_source"], lambda: load_module(job["inputs_source"], TASK_INPUTS_MODULE))
-    init = _stage("get_init_inputs", job["inputs_source"], lambda: init_inputs(task, job))
-    module = _stage("import", job["source"], lambda: load_module(job["source"], job["module_name"]))
-    model = _stage("init", job["source"], lambda: _build(module.ModelNew, init, job, device))
+    task, init = _task_inputs(job)
+    model = _candidate_model(job, init, device)
     inputs = _stage("get_inputs", job["inputs_source"], lambda: trial_inputs(task, job["calls"][0]["seed"], device))
     with torch.no_grad():
         _stage("forward", job["source"], lambda: model(*inputs))

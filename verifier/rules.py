@@ -3,7 +3,7 @@ is checked and whether a finding refuses a candidate outright.
 
 Stages: `static` rules read source (the audit's TRI0xx-TRI5xx and the anti-hacking TRI301-TRI316), `compile`
 rules build kernels for a CUDA target (TRI6xx), `runtime` rules are seen inside the verifier's sandbox while
-a candidate runs (TRI351-TRI358). A rule that `rejects` gives the verdict `rejected`; any other error-level
+a candidate runs (TRI351-TRI359). A rule that `rejects` gives the verdict `rejected`; any other error-level
 runtime finding makes the candidate `incorrect`. docs/RULES.md has one row per rule and is checked against
 this table by the tests.
 """
@@ -11,6 +11,8 @@ this table by the tests.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from verifier.messages import Violation
 
 SEVERITIES = ("error", "warning", "info")
 STAGES = ("static", "compile", "runtime")
@@ -31,6 +33,10 @@ class Rule:
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES or self.stage not in STAGES:
             raise ValueError(f"{self.id}: bad severity {self.severity!r} or stage {self.stage!r}")
+
+    def seen_at_run_time(self, message: str) -> Violation:
+        """A finding of this rule as the report lists it, with no source position (line and column 0)."""
+        return {"rule": self.id, "severity": self.severity, "message": message, "line": 0, "column": 0}
 
 
 def _static(id: str, name: str, severity: str, summary: str) -> Rule:

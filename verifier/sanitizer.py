@@ -71,7 +71,7 @@ def read_log(text: str) -> tuple[int, list[str]]:
     the kernel, the thread and the address, e.g. "Invalid __global__ read of size 4 bytes at
     _relu_kernel+0xf0 in candidate.py:13 by thread (32,0,0) in block (6,0,0): Access at 0x7f.. is out of
     bounds and is 1 bytes after the nearest allocation at 0x7f.. of size 6,400 bytes"."""
-    errors: list[str] = []
+    blocks: list[list[str]] = []
     current: list[str] | None = None
     count = None
     for raw in text.splitlines():
@@ -82,15 +82,14 @@ def read_log(text: str) -> tuple[int, list[str]]:
             current = None
         elif line.startswith(ERROR_STARTS):
             current = [line.strip()]
-            errors.append("")
+            blocks.append(current)
         elif current is not None and line[:1].isspace():
             detail = line.strip()
             if detail.startswith(("at ", "by thread", *WHERE)) or "out of bounds" in detail:
                 current.append(detail)
         elif current is not None and not line.strip():
             current = None
-        if current is not None:
-            errors[-1] = _one_line(current)
+    errors = [_one_line(block) for block in blocks]
     return (count if count is not None else len(errors)), errors
 
 

@@ -217,12 +217,8 @@ class Verification:
         comparison = reference["comparison"]
         problems = list(comparison["problems"])
         if reference["repeated"]:
-            rule = RULES["TRI357"]
-            message = reference["repeated"]
-            report.violations.append(
-                {"rule": rule.id, "severity": rule.severity, "message": message, "line": 0, "column": 0}
-            )
-            problems.append(message)
+            report.violations.append(RULES["TRI357"].seen_at_run_time(reference["repeated"]))
+            problems.append(reference["repeated"])
         report.max_abs_error = comparison["max_abs_error"]
         report.max_rel_error = comparison["max_rel_error"]
         report.tolerance = comparison["tolerance"] or None
@@ -245,9 +241,7 @@ class Verification:
         slot, channel = self.slot, self.slot.channel
         ref_name, ref_dir = slot.reference.new_job_dir()
         shutil.copyfile(self.task, ref_dir / f"{module_name}.py")
-        cand_name, cand_dir = slot.candidate.new_job_dir()
-        shutil.copyfile(self.candidate, cand_dir / f"{CANDIDATE_MODULE}.py")
-        (cand_dir / TASK_INPUTS_FILE).write_text(inputs_only(self.task.read_text()))
+        cand_name, cand_dir, inputs = self._candidate_job_dir()
         candidate_seconds = self.opts.timeout
         wait = candidate_seconds + self.opts.timeout
         reference_job = {
@@ -273,8 +267,7 @@ class Verification:
         thread = threading.Thread(target=reference, name=f"reference-{ref_name}", daemon=True)
         thread.start()
         try:
-            inputs = {"inputs_source": f"{slot.candidate.scratch}/{cand_name}/{TASK_INPUTS_FILE}"}
-            outcome = self._run_job(slot.candidate, cand_name, kind, inputs, calls)
+            outcome = self._run_job(slot.candidate, cand_name, kind, {"inputs_source": inputs}, calls)
         finally:
             channel.close_writer()
             thread.join()
@@ -291,6 +284,14 @@ class Verification:
                 f"only {reference['calls_compared']} of {len(calls)} calls' outputs were compared"
             )
         return reference, result
+
+    def _candidate_job_dir(self) -> tuple[str, Path, str]:
+        """A fresh job directory in the candidate's sandbox holding the candidate and the task without its
+        `Model`: (its name, its host path, the task file's path as the sandbox sees it)."""
+        name, job_dir = self.slot.candidate.new_job_dir()
+        shutil.copyfile(self.candidate, job_dir / f"{CANDIDATE_MODULE}.py")
+        (job_dir / TASK_INPUTS_FILE).write_text(inputs_only(self.task.read_text()))
+        return name, job_dir, f"{self.slot.candidate.scratch}/{name}/{TASK_INPUTS_FILE}"
 
     def _reference_result(self, outcome: JobOutcome, job_dir: Path) -> ReferenceResult:
         result = _read_json(job_dir / RESULT_FILE)
@@ -324,10 +325,7 @@ class Verification:
         """One more call of the correct candidate under memcheck; False after setting the verdict if memcheck
         saw a bad access. A sanitized run that cannot finish is a warning, not a verdict."""
         started = time.perf_counter()
-        name, job_dir = self.slot.candidate.new_job_dir()
-        shutil.copyfile(self.candidate, job_dir / f"{CANDIDATE_MODULE}.py")
-        (job_dir / TASK_INPUTS_FILE).write_text(inputs_only(self.task.read_text()))
-        inputs = f"{self.slot.candidate.scratch}/{name}/{TASK_INPUTS_FILE}"
+        name, job_dir, inputs = self._candidate_job_dir()
         calls: list[Call] = [{"seed": self.first_seed, "grad": False, "label": "sanitized call"}]
         extra = {"inputs_source": inputs, "sanitizer": executable}
         seconds = max(SANITIZE_MIN_SECONDS, SANITIZE_SLOWDOWN * self.opts.timeout)
@@ -335,13 +333,9 @@ class Verification:
         self.phases["sanitize_s"] = time.perf_counter() - started
         count, errors = sanitizer.read_log(_read_text(job_dir / SANITIZER_LOG_FILE, SANITIZER_LOG_LIMIT))
         if errors or count:
-            rule = RULES["TRI359"]
             shown = errors[:3] or [f"{count} errors"]
             for error in shown:
-                message = f"compute-sanitizer memcheck: {error}"
-                self.report.violations.append(
-                    {"rule": rule.id, "severity": rule.severity, "message": message, "line": 0, "column": 0}
-                )
+                self.report.violations.append(RULES["TRI359"].seen_at_run_time(f"compute-sanitizer memcheck: {error}"))
             more = f" (and {count - len(shown)} more)" if count > len(shown) else ""
             errors_word = "memory error" if count == 1 else "memory errors"
             self._finish(
