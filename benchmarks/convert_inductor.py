@@ -1,60 +1,54 @@
-"""The inductor backend on a set of task types: correctness and speed of the converted kernels.
+"""`tritonize convert --backend inductor` on a set of tasks: what it chose, how fast that is, how long it took.
 
-    python benchmarks/convert_inductor.py [TASK ...] [--device cuda] [--workers 2]   # default: benchmarks/tasks/*
+    python benchmarks/convert_inductor.py [TASK ...] [--device cuda] [--samples 4] [--json FILE]
 
-For each task the backend generates its candidates (Inductor's default code, plus its Triton matmul templates
-on a GPU); each is verified and timed by the verifier (median ms, speedup vs eager and vs torch.compile).
+Default tasks: benchmarks/tasks/published/*.py (KernelBench level 1/2 problems at their published sizes). Each
+task runs through the real conversion loop (generation of the backend's variants, verification and timing of
+each, a repair round) on one shared verifier pool, so conversion time includes everything a user waits for
+except the pool's one-time start. Prints a row per task, then the geometric means of the chosen candidates'
+speedups: all tasks, and the tasks that have a matmul or convolution (a template or library variant).
 """
 
 from __future__ import annotations
 
 import argparse
-import tempfile
+import json
+import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from model_server.backends import BackendConfig, BackendError, GenerationRequest, create_backend
+from model_server.backends import BackendConfig, create_backend
+from model_server.loop import ConvertError, ConvertOptions, Outcome, convert
 from verifier.pool import VerifierPool
 
-TASKS = Path(__file__).resolve().parent / "tasks"
+TASKS = Path(__file__).resolve().parent / "tasks" / "published"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("tasks", nargs="*", help="task names in benchmarks/tasks or paths (default: all)")
+    parser.add_argument("tasks", nargs="*", help="task names in benchmarks/tasks/published or paths (default: all)")
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--samples", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--json", help="also write every row here")
     args = parser.parse_args()
     paths = [_task_path(t) for t in args.tasks] or sorted(TASKS.glob("*.py"))
     backend = create_backend(BackendConfig("inductor"))
-    with ThreadPoolExecutor(max_workers=4) as captures:
-        generated = list(captures.map(lambda path: _generate(backend, path, args.device), paths))
+    options = ConvertOptions(samples=args.samples, rounds=args.rounds, trials=args.trials)
+    rows = []
     print(
-        f"{'task':<20} {'cand':>4} {'verdict':<14} {'max err':>9} {'ms':>8} {'eager ms':>9} {'vs eager':>9} "
-        f"{'vs compile':>10} {'gen s':>6}"
+        f"{'task':<44} {'verdict':<9} {'policy':<7} {'vs eager':>8} {'vs compile':>10} {'secs':>6} {'tried':>5}  chosen"
     )
-    scratch = Path(tempfile.mkdtemp(prefix="tritonize-bench-"))
     with VerifierPool(size=args.workers, device=args.device) as pool:
-        for path, (sources, error, seconds) in zip(paths, generated):
-            if error:
-                print(f"{path.stem:<20} {'-':>4} {'not converted':<14} {error[:90]}")
-                continue
-            for index, source in enumerate(sources, start=1):
-                candidate = scratch / f"{path.stem}_{index}.py"
-                candidate.write_text(source)
-                report = pool.verify(path, candidate, trials=args.trials)
-                timing = report.timing or {}
-                print(
-                    f"{path.stem:<20} {index:>4} {report.verdict:<14} {_fmt(report.max_abs_error, '.1e'):>9} "
-                    f"{_fmt(timing.get('candidate_ms'), '.4f'):>8} {_fmt(timing.get('eager_ms'), '.4f'):>9} "
-                    f"{_fmt(timing.get('speedup_vs_eager'), '.2f') + 'x':>9} "
-                    f"{_fmt(timing.get('speedup_vs_compile'), '.2f') + 'x':>10} {seconds:>6.1f}",
-                    flush=True,
-                )
-                if not report.passed:
-                    print(f"{'':<20} {report.message[:200]}")
+        for path in paths:
+            row = _convert(path, backend, pool, options)
+            rows.append(row)
+            print(_line(row), flush=True)
+            if args.json:
+                Path(args.json).write_text(json.dumps(rows, indent=1))
+    print(_summary(rows))
 
 
 def _task_path(name: str) -> Path:
@@ -62,17 +56,76 @@ def _task_path(name: str) -> Path:
     return path if path.suffix == ".py" else TASKS / f"{name}.py"
 
 
-def _generate(backend, path: Path, device: str) -> tuple[list[str], str, float]:
+def _convert(path: Path, backend, pool: VerifierPool, options: ConvertOptions) -> dict:
     started = time.perf_counter()
+    phases: list[tuple[float, str]] = []
     try:
-        sources = backend.generate(GenerationRequest(path, 2, device))
-        return sources, "", time.perf_counter() - started
-    except BackendError as exc:
-        return [], str(exc), time.perf_counter() - started
+        outcome = convert(path, backend, pool, options, emit=lambda e: phases.append((time.perf_counter(), e["text"])))
+    except ConvertError as exc:
+        return {"task": path.stem, "verdict": "refused", "error": str(exc), "seconds": time.perf_counter() - started}
+    row = {"task": path.stem, "seconds": time.perf_counter() - started, **_chosen(outcome)}
+    row["events"] = [(round(at - started, 1), text) for at, text in phases]
+    row["attempts"] = [
+        {
+            "label": a.label,
+            "policy": a.policy,
+            "verdict": a.report.verdict,
+            "message": a.report.message[:2000],
+            **(a.report.timing or {}),
+        }
+        for a in outcome.attempts
+    ]
+    row["library"] = any(a.policy == "hybrid" or "template" in a.label for a in outcome.attempts)
+    return row
 
 
-def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else f"{value:{spec}}"
+def _chosen(outcome: Outcome) -> dict:
+    best = outcome.best
+    if best is None:
+        failures = sorted({a.report.verdict for a in outcome.attempts})
+        return {"verdict": "none", "error": ", ".join(failures) or outcome.stopped}
+    timing = best.report.timing or {}
+    return {
+        "verdict": "correct",
+        "policy": best.policy,
+        "label": best.label,
+        "why": outcome.why,
+        "vs_eager": timing.get("speedup_vs_eager"),
+        "vs_compile": timing.get("speedup_vs_compile"),
+        "candidate_ms": timing.get("candidate_ms"),
+    }
+
+
+def _line(row: dict) -> str:
+    speed = f"{_x(row.get('vs_eager')):>8} {_x(row.get('vs_compile')):>10}"
+    what = row.get("label") or row.get("error", "")[:100]
+    tried = len(row.get("attempts", []))
+    return (
+        f"{row['task']:<44} {row['verdict']:<9} {row.get('policy', '-'):<7} {speed} {row['seconds']:>6.1f} "
+        f"{tried:>5}  {what}"
+    )
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _summary(rows: list[dict]) -> str:
+    correct = [r for r in rows if r["verdict"] == "correct"]
+    strict = [r for r in correct if r["policy"] == "strict"]
+    seconds = sorted(r["seconds"] for r in rows)
+    lines = [
+        "",
+        f"tasks {len(rows)}: verified {len(correct)} ({len(strict)} all-Triton, {len(correct) - len(strict)} hybrid)",
+        f"conversion time: median {seconds[len(seconds) // 2]:.1f} s, max {seconds[-1]:.1f} s" if seconds else "",
+    ]
+    for name, subset in (("all verified", correct), ("with a matmul/conv", [r for r in correct if r["library"]])):
+        for key in ("vs_eager", "vs_compile"):
+            values = [r[key] for r in subset if r.get(key)]
+            if values:
+                mean = math.exp(sum(math.log(v) for v in values) / len(values))
+                lines.append(f"geomean {key.replace('_', ' ')} ({name}, {len(values)} tasks): {mean:.3f}x")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

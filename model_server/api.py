@@ -43,7 +43,8 @@ class Round(TypedDict):
 
 
 class Candidate(TypedDict):
-    """One candidate was verified; `message` is its report's."""
+    """One candidate was verified; `message` is its report's. `label` says what the candidate is (empty for a
+    model's sample); `policy` is `hybrid` when a library call does part of its work on purpose."""
 
     event: Literal["candidate"]
     round: int
@@ -56,6 +57,8 @@ class Candidate(TypedDict):
     speedup_vs_eager: float | None
     speedup_vs_compile: float | None
     message: str
+    label: str
+    policy: str
     text: str
 
 
@@ -78,9 +81,14 @@ class Error(TypedDict, total=False):
 
 
 class Best(TypedDict):
+    """The candidate written: where it came from, what it is, and why it was chosen over the others."""
+
     round: int
     index: int
     source: str
+    label: str
+    policy: str
+    why: str
 
 
 class Done(TypedDict):
@@ -118,6 +126,8 @@ def candidate(
     max_abs_error: float | None,
     timing: dict,
     message: str,
+    label: str = "",
+    policy: str = "strict",
 ) -> Candidate:
     return _described(
         {
@@ -132,6 +142,8 @@ def candidate(
             "speedup_vs_eager": timing.get("speedup_vs_eager"),
             "speedup_vs_compile": timing.get("speedup_vs_compile"),
             "message": message,
+            "label": label,
+            "policy": policy,
             "text": "",
         }
     )
@@ -168,9 +180,14 @@ def describe(event: Event) -> str:
         if event["speedup_vs_eager"] is not None:
             details.append(f"{event['speedup_vs_eager']:.2f}x eager")
         suffix = f" ({', '.join(details)})" if details else ""
-        return f"round {event['round']}: candidate {event['index']}/{event['of']} {event['verdict']}{suffix}"
+        what = f": {event['label']}" if event.get("label") else ""
+        what += " [hybrid]" if event.get("policy") == "hybrid" else ""
+        return f"round {event['round']}: candidate {event['index']}/{event['of']} {event['verdict']}{suffix}{what}"
     if kind == "done":
-        return f"done: {event['stopped']}"
+        best = event["best"]
+        if best is None:
+            return f"done: {event['stopped']}"
+        return f"done: {event['stopped']}; chose round {best['round']} candidate {best['index']}: {best['why']}"
     prefix = f"round {event['round']}: " if "round" in event else ""
     return prefix + event["message"]
 

@@ -142,7 +142,7 @@ def _run_convert(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     out.write_text(outcome.best.source)
     best = outcome.best
-    print(f"wrote {out} (round {best.round}, candidate {best.index}: {best.report.verdict})")
+    print(f"wrote {out} (round {best.round}, candidate {best.index}: {outcome.why})")
     return EXIT_PASS
 
 
@@ -152,7 +152,8 @@ def _progress(event: api.Event) -> None:
 
 
 def _table(attempts: list) -> str:
-    header = f"{'round':>5} {'cand':>4}  {'verdict':<14} {'max error':>10} {'ms':>9} {'vs eager':>9} {'vs compile':>10}"
+    header = f"{'round':>5} {'cand':>4}  {'verdict':<14} {'max error':>10} {'ms':>9} {'vs eager':>9} "
+    header += f"{'vs compile':>10}  what"
     rows = [header, "-" * len(header)]
     for attempt in attempts:
         report = attempt.report
@@ -160,11 +161,17 @@ def _table(attempts: list) -> str:
         rows.append(
             f"{attempt.round:>5} {attempt.index:>4}  {report.verdict:<14} {_number(report.max_abs_error, '.2e'):>10} "
             f"{_number(timing.get('candidate_ms'), '.4f'):>9} {_number(timing.get('speedup_vs_eager'), '.2f', 'x'):>9} "
-            f"{_number(timing.get('speedup_vs_compile'), '.2f', 'x'):>10}"
+            f"{_number(timing.get('speedup_vs_compile'), '.2f', 'x'):>10}  {_what(attempt)}"
         )
     if not attempts:
         rows.append("(no candidates)")
     return "\n".join(rows)
+
+
+def _what(attempt) -> str:
+    """The candidate's label, marked when a library call does part of its work."""
+    hybrid = "[hybrid] " if attempt.policy == "hybrid" else ""
+    return f"{hybrid}{attempt.label}" or "-"
 
 
 def _number(value: float | None, spec: str, suffix: str = "") -> str:

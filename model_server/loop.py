@@ -15,13 +15,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from model_server import api
-from model_server.backends.base import Backend, BackendError, GenerationRequest
+from model_server.backends.base import Backend, BackendError, Generated, GenerationRequest
 from verifier.errors import Cancelled
 from verifier.pool import VerifierPool
 from verifier.report import Report
 from verifier.verification import check_task_file
 
 Emit = Callable[[api.Event], None]
+HYBRID_MARGIN = 1.05  # a hybrid candidate is chosen over an all-Triton one only when at least this much faster
 
 
 class ConvertError(Exception):
@@ -59,6 +60,8 @@ class Attempt:
     index: int
     source: str
     report: Report
+    label: str = ""
+    policy: str = "strict"
 
     @property
     def correct(self) -> bool:
@@ -75,6 +78,7 @@ class Outcome:
 
     attempts: list[Attempt] = field(default_factory=list)
     best: Attempt | None = None
+    why: str = ""
     stopped: str = "finished"
 
 
@@ -98,25 +102,31 @@ def convert(
                 outcome.stopped = reason
                 break
             emit(api.round_started(round_number, options.samples))
-            request = GenerationRequest(task, options.samples, pool.device, round_number, feedback)
+            deadline = None if options.deadline is None else started + options.deadline
+            request = GenerationRequest(task, options.samples, pool.device, round_number, feedback, deadline)
+            generation_started = time.monotonic()
             try:
-                sources = backend.generate(request)[: options.samples]
+                generated = backend.generate(request)[: options.samples]
             except BackendError as exc:
                 if not outcome.attempts:
                     raise ConvertError(str(exc)) from exc
                 emit(api.error(str(exc), round_number))
                 break
-            if not sources:
+            if not generated:
                 emit(api.note(round_number, f"{backend.name} has nothing new to try"))
                 break
+            seconds = time.monotonic() - generation_started
+            emit(api.note(round_number, _generated_note(backend.name, generated, options.samples, seconds)))
 
             def stop() -> bool:
                 return cancelled() or _past(options.deadline, started)
 
-            attempts = _verify_round(task, sources, round_number, Path(scratch), pool, options, emit, stop)
+            attempts = _verify_round(task, generated, round_number, Path(scratch), pool, options, emit, stop)
             outcome.attempts.extend(attempts)
-            outcome.best = _fastest([a for a in outcome.attempts if a.correct]) or outcome.best
-            feedback = [{"source": a.source, "report": a.report.to_dict()} for a in attempts if not a.correct]
+            outcome.best, outcome.why = _choose(outcome.attempts)
+            feedback = [
+                {"source": a.source, "report": a.report.to_dict(), "label": a.label} for a in attempts if not a.correct
+            ]
             if not feedback:
                 break
         if outcome.stopped == "finished":
@@ -125,9 +135,19 @@ def convert(
     return outcome
 
 
+def _generated_note(backend: str, generated: list[Generated], asked: int, seconds: float) -> str:
+    """What the backend made this round, each candidate's label when it has one, and why fewer than asked."""
+    count = f"{len(generated)} candidate{'s' if len(generated) != 1 else ''}"
+    if len(generated) < asked:
+        count += f" of the {asked} asked for (all the distinct ones it has for this task)"
+    labels = [f"{i}. {g.label}{' [hybrid]' if g.policy == 'hybrid' else ''}" for i, g in enumerate(generated, 1)]
+    labelled = "; ".join(labels) if any(g.label for g in generated) else ""
+    return f"{backend} made {count} in {seconds:.1f} s" + (f": {labelled}" if labelled else "")
+
+
 def _verify_round(
     task: Path,
-    sources: list[str],
+    generated: list[Generated],
     round_number: int,
     scratch: Path,
     pool: VerifierPool,
@@ -136,14 +156,16 @@ def _verify_round(
     cancelled: Callable[[], bool],
 ) -> list[Attempt]:
     paths = []
-    for index, source in enumerate(sources, start=1):
+    for index, candidate in enumerate(generated, start=1):
         path = scratch / f"candidate_r{round_number}_{index}.py"
-        path.write_text(source)
+        path.write_text(candidate.source)
         paths.append(path)
     attempts: list[Attempt] = []
     with ThreadPoolExecutor(max_workers=pool.size) as executor:
         futures = {
-            executor.submit(_verify_unless_cancelled, pool, task, path, options, cancelled): index
+            executor.submit(
+                _verify_unless_cancelled, pool, task, path, generated[index - 1].policy, options, cancelled
+            ): index
             for index, path in enumerate(paths, start=1)
         }
         for future in as_completed(futures):
@@ -152,17 +174,20 @@ def _verify_round(
             if report is None:
                 continue
             report.message = report.message.replace(f"{scratch}/", "")
-            attempt = Attempt(round_number, index, sources[index - 1], report)
+            candidate = generated[index - 1]
+            attempt = Attempt(round_number, index, candidate.source, report, candidate.label, candidate.policy)
             attempts.append(attempt)
-            emit(_candidate_event(attempt, len(sources)))
+            emit(_candidate_event(attempt, len(generated)))
     return sorted(attempts, key=lambda a: a.index)
 
 
 def _verify_unless_cancelled(
-    pool: VerifierPool, task: Path, path: Path, options: ConvertOptions, cancelled: Callable[[], bool]
+    pool: VerifierPool, task: Path, path: Path, policy: str, options: ConvertOptions, cancelled: Callable[[], bool]
 ) -> Report | None:
     try:
-        return pool.verify(task, path, cancelled=cancelled, trials=options.trials, timeout=options.timeout)
+        return pool.verify(
+            task, path, cancelled=cancelled, trials=options.trials, timeout=options.timeout, policy=policy
+        )
     except Cancelled:
         return None
 
@@ -184,6 +209,28 @@ def _past(deadline: float | None, started: float) -> bool:
     return deadline is not None and time.monotonic() - started >= deadline
 
 
+def _choose(attempts: list[Attempt]) -> tuple[Attempt | None, str]:
+    """The candidate to write, and why: the fastest correct all-Triton one, unless a hybrid one (a library call
+    plus Triton) is at least HYBRID_MARGIN faster or is the only kind that is correct."""
+    strict = _fastest([a for a in attempts if a.correct and a.policy == "strict"])
+    hybrid = _fastest([a for a in attempts if a.correct and a.policy == "hybrid"])
+    if strict is None and hybrid is None:
+        return None, ""
+    if hybrid is None:
+        return strict, "the fastest correct candidate" if strict.candidate_ms is not None else "correct"
+    if strict is None:
+        return hybrid, "hybrid (a library call does part of the work): no all-Triton candidate was correct"
+    if strict.candidate_ms and hybrid.candidate_ms and strict.candidate_ms > HYBRID_MARGIN * hybrid.candidate_ms:
+        ratio = strict.candidate_ms / hybrid.candidate_ms
+        return (
+            hybrid,
+            f"hybrid (a library call does part of the work): {ratio:.2f}x faster than the fastest all-Triton candidate",
+        )
+    return strict, "all Triton" + (
+        f"; the hybrid candidate is not {HYBRID_MARGIN:.2f}x faster" if hybrid.candidate_ms is not None else ""
+    )
+
+
 def _fastest(correct: list[Attempt]) -> Attempt | None:
     """The correct attempt with the lowest candidate time (the first correct one when nothing was timed)."""
     if not correct:
@@ -202,14 +249,21 @@ def _candidate_event(attempt: Attempt, of: int) -> api.Candidate:
         report.max_abs_error,
         report.timing or {},
         report.message,
+        attempt.label,
+        attempt.policy,
     )
 
 
 def _done_event(outcome: Outcome) -> api.Done:
     best = outcome.best
-    return api.done(
-        outcome.stopped,
-        len(outcome.attempts),
-        None if best is None else {"round": best.round, "index": best.index, "source": best.source},
-        None if best is None else best.report.to_dict(),
-    )
+    chosen = None
+    if best is not None:
+        chosen = {
+            "round": best.round,
+            "index": best.index,
+            "source": best.source,
+            "label": best.label,
+            "policy": best.policy,
+            "why": outcome.why,
+        }
+    return api.done(outcome.stopped, len(outcome.attempts), chosen, None if best is None else best.report.to_dict())

@@ -1,7 +1,8 @@
-"""What every backend provides: its models, and candidate sources for a task (fresh or as a repair)."""
+"""What every backend provides: its models, and candidates for a task (fresh or as a repair)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -20,6 +21,27 @@ class GenerationRequest:
     device: str
     round: int = 1
     feedback: list[dict] = field(default_factory=list)
+    deadline: float | None = None  # time.monotonic() by which generation must return
+
+    def seconds_left(self, limit: float) -> float:
+        """How long generation may still take: `limit`, cut to what the deadline leaves."""
+        if self.deadline is None:
+            return limit
+        return min(limit, self.deadline - time.monotonic())
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One candidate module and what it is.
+
+    `label` says how it was made ("Inductor max-autotune template, tf32x3, BLOCK 128x128x32, 8 warps"; empty for
+    a model's sample). `policy` is how it is verified: `hybrid` when a library call (cuBLAS, cuDNN, ATen) does part
+    of the work on purpose, so the verifier allows it, reports the Triton share and never rewards it.
+    """
+
+    source: str
+    label: str = ""
+    policy: str = "strict"
 
 
 class Backend(Protocol):
@@ -29,6 +51,6 @@ class Backend(Protocol):
         """Model ids this backend serves (listed at /v1/models)."""
         ...
 
-    def generate(self, request: GenerationRequest) -> list[str]:
-        """Candidate module sources (KernelBench `ModelNew` files), at most `request.samples` of them."""
+    def generate(self, request: GenerationRequest) -> list[Generated]:
+        """Candidates (KernelBench `ModelNew` modules), at most `request.samples` of them."""
         ...

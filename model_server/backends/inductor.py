@@ -2,60 +2,138 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
-from model_server.backends.base import BackendError, GenerationRequest
-from model_server.inductor.rewrite import RewriteError, rewrite
+from model_server.backends.base import BackendError, Generated, GenerationRequest
+from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, rewrite, uses_library
+from verifier.cache import cache_dir
 from verifier.sandbox import Limits, default_memory_limit, launch_prefix, run_limited
+
+CAPTURE_FORMAT = 2  # bump when what `capture` records changes, so cached captures are made again
+MODES = {"default": [], "templates": ["--templates"]}
+# Tiles tried for fp32 matmul templates at tf32x3 precision, besides the one Inductor's autotuner chose for
+# IEEE fp32: tf32x3 does three tensor-core products per step, so its best tile differs.
+TF32X3_TILES = (
+    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 8, "num_stages": 3},
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4},
+    {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4},
+)
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A variant of one capture, and the variant to try in the repair round if it fails."""
+
+    mode: str
+    variant: Variant
+    fallback: str | None = None  # label of the variant that replaces this one when it fails
 
 
 class InductorBackend:
-    """One candidate from Inductor's code. On a GPU, when Inductor hands an op to a library (cuBLAS matmul),
-    the task is compiled again with Inductor's Triton matmul/conv templates, which are Triton.
+    """Distinct candidates from Inductor's code for the task, best first.
 
-    A repair round has nothing new to offer (Inductor is deterministic), so later rounds return nothing.
+    Inductor's default kernels are always one. Where Inductor hands work to a library (cuBLAS matmul, cuDNN
+    convolution), the task is also compiled with Inductor's Triton matmul/conv templates (on a GPU), and the
+    candidates are: the template at tf32x3 precision (fp32-accurate, on tensor cores) at the tile Inductor's
+    autotuner chose and at other tiles, the template as Inductor made it (IEEE fp32), and the hybrid candidate
+    that keeps the library call with Triton for the rest. The repair round replaces each candidate that
+    failed with its fallback (a tf32x3 template falls back to IEEE fp32). Captures are cached by task, device
+    and torch version, so converting the same task again starts at once.
     """
 
     name = "inductor"
 
-    def __init__(self, timeout: float = 600.0):
+    def __init__(self, timeout: float = 600.0, cache: Path | None = None):
         self.timeout = timeout
+        self.cache = cache if cache is not None else cache_dir() / "inductor"
 
     def models(self) -> list[str]:
         return ["inductor"]
 
-    def generate(self, request: GenerationRequest) -> list[str]:
-        if request.round > 1:
+    def generate(self, request: GenerationRequest) -> list[Generated]:
+        if request.round > 1 and not request.feedback:
             return []
-        try:
-            return [self._candidate(request, templates=False)]
-        except (BackendError, RewriteError) as exc:
-            if request.device != "cuda":
-                raise BackendError(f"the inductor backend cannot convert {request.task.name}: {exc}") from exc
-            first = exc
-        try:
-            return [self._candidate(request, templates=True)]
-        except (BackendError, RewriteError) as exc:
-            raise BackendError(
-                f"the inductor backend cannot convert {request.task.name}: {first}; "
-                f"with Inductor's Triton templates: {exc}"
-            ) from exc
+        captures = self._captures(request)
+        made, refusals = self._candidates(captures, request)
+        if not made:
+            raise BackendError(f"the inductor backend cannot convert {request.task.name}: {'; '.join(refusals)}")
+        if request.round == 1:
+            return [generated for _, generated in made][: request.samples]
+        tried = {planned.variant.label for planned, _ in made[: request.samples]}
+        failed = {item.get("label") for item in request.feedback}
+        fallbacks = [planned.fallback for planned, _ in made if planned.variant.label in failed and planned.fallback]
+        by_label = {planned.variant.label: generated for planned, generated in made}
+        retries = [by_label[label] for label in dict.fromkeys(fallbacks) if label in by_label and label not in tried]
+        return retries[: request.samples]
 
-    def _candidate(self, request: GenerationRequest, templates: bool) -> str:
-        captured = self._capture(request.task, request.device, templates)
-        return rewrite(captured, request.task.read_text(), request.task.name)
+    # ------------------------------------------------------------ candidates from captures
 
-    def _capture(self, task: Path, device: str, templates: bool) -> dict:
+    def _candidates(self, captures: dict[str, dict], request: GenerationRequest):
+        """(planned, generated) for every variant that rewrites, in order; and why the others could not."""
+        task_source = request.task.read_text()
+        made, refusals = [], []
+        for planned in _plan(captures):
+            captured = captures.get(planned.mode)
+            if captured is None or "error" in captured:
+                continue
+            try:
+                source = rewrite(captured, task_source, request.task.name, planned.variant)
+            except RewriteError as exc:
+                refusals.append(f"{planned.variant.label}: {exc}")
+                continue
+            policy = "hybrid" if planned.variant.hybrid else "strict"
+            made.append((planned, Generated(source, planned.variant.label, policy)))
+        errors = [f"{mode}: {c['error']}" for mode, c in captures.items() if "error" in c]
+        return made, refusals or errors
+
+    # ------------------------------------------------------------ captures
+
+    def _captures(self, request: GenerationRequest) -> dict[str, dict]:
+        """Inductor's output for each mode this device has, run in parallel, each from the cache if it is there."""
+        modes = ["default", "templates"] if request.device == "cuda" else ["default"]
+        task_source = request.task.read_bytes()
+        with ThreadPoolExecutor(max_workers=len(modes)) as pool:
+            results = pool.map(lambda mode: self._capture(request, task_source, mode), modes)
+            captures = dict(zip(modes, results))
+        if all("error" in c for c in captures.values()):
+            reasons = "; ".join(c["error"] for c in captures.values())
+            raise BackendError(f"the inductor backend cannot convert {request.task.name}: {reasons}")
+        return captures
+
+    def _capture(self, request: GenerationRequest, task_source: bytes, mode: str) -> dict:
+        key = _cache_key(task_source, request.device, mode)
+        cached = self.cache / f"{key}.json"
+        if cached.exists():
+            try:
+                return json.loads(cached.read_text())
+            except (OSError, json.JSONDecodeError):
+                cached.unlink(missing_ok=True)
+        result = self._run_capture(request, mode)
+        self.cache.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(".tmp")
+        partial.write_text(json.dumps(result))
+        partial.replace(cached)
+        return result
+
+    def _run_capture(self, request: GenerationRequest, mode: str) -> dict:
+        """Run `model_server.inductor.capture` in the sandbox: its JSON, or {"error": ...} when Inductor cannot
+        compile the task that way. Running out of time or memory is a BackendError (not cached)."""
+        seconds = request.seconds_left(self.timeout)
+        if seconds < 1:
+            raise BackendError("the deadline passed before Inductor could compile the task")
         prefix, _ = launch_prefix(isolate=True)
-        command = [*prefix, sys.executable, "-m", "model_server.inductor.capture", str(task), "--device", device]
-        if templates:
-            command.append("--templates")
-        limits = Limits(self.timeout, default_memory_limit())
+        command = [*prefix, sys.executable, "-m", "model_server.inductor.capture", str(request.task)]
+        command += ["--device", request.device, *MODES[mode]]
+        limits = Limits(seconds, default_memory_limit())
         done = run_limited(command, limits)
         if done.exceeded == "timeout":
-            raise BackendError(f"Inductor did not finish compiling the task within {self.timeout:.0f} s")
+            raise BackendError(f"Inductor did not finish compiling the task within {seconds:.0f} s")
         if done.exceeded == "memory":
             raise BackendError(
                 f"Inductor's compile used more than {limits.memory // 2**20} MiB of memory and was stopped"
@@ -68,6 +146,47 @@ class InductorBackend:
         if not isinstance(result, dict):
             tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
             raise BackendError(f"Inductor's capture failed (exit {done.returncode}): {tail[0]}")
-        if "error" in result:
-            raise BackendError(result["error"])
         return result
+
+
+def _plan(captures: dict[str, dict]) -> list[_Planned]:
+    """The variants worth verifying for these captures, best first."""
+    default = captures.get("default", {})
+    templates = captures.get("templates", {"error": "not captured"})
+    default_ok, templates_ok = "error" not in default, "error" not in templates
+    if default_ok and not uses_library(default):
+        return [_Planned("default", Variant())]
+    hybrid = [_Planned("default", Variant("Inductor's default: library call + fused Triton", hybrid=True))]
+    hybrid = hybrid if default_ok else []
+    if not templates_ok:
+        return hybrid
+    if uses_library(templates):
+        return [*hybrid, _Planned("templates", Variant("Inductor max-autotune + library call", hybrid=True))]
+    tile = matmul_tile(templates)
+    if tile is None:
+        return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *hybrid]
+    ieee = _Planned("templates", Variant(f"Inductor max-autotune template, IEEE fp32, {_describe(tile)}"))
+    tf32x3 = [_Planned("templates", Variant(f"Inductor max-autotune template, tf32x3, {_describe(tile)}", "tf32x3"))]
+    for other in TF32X3_TILES:
+        if any(other[k] != tile.get(k) for k in other):
+            tf32x3.append(
+                _Planned(
+                    "templates", Variant(f"Inductor max-autotune template, tf32x3, {_describe(other)}", "tf32x3", other)
+                )
+            )
+    tf32x3 = [_Planned(p.mode, p.variant, ieee.variant.label) for p in tf32x3]
+    return [*tf32x3[:2], *hybrid, ieee, *tf32x3[2:]]
+
+
+def _describe(tile: dict) -> str:
+    return (
+        f"BLOCK {tile['BLOCK_M']}x{tile['BLOCK_N']}x{tile['BLOCK_K']}, "
+        f"{tile['num_warps']} warps, {tile['num_stages']} stages"
+    )
+
+
+def _cache_key(task_source: bytes, device: str, mode: str) -> str:
+    digest = hashlib.sha256(task_source)
+    for part in (device, mode, metadata.version("torch"), metadata.version("triton"), str(CAPTURE_FORMAT)):
+        digest.update(b"\0" + part.encode())
+    return digest.hexdigest()[:32]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from model_server import prompts
-from model_server.backends.base import BackendError, GenerationRequest
+from model_server.backends.base import BackendError, Generated, GenerationRequest
 
 
 def check_profile(profile: str) -> str:
@@ -26,10 +26,10 @@ def conversations(profile: str, task: str, request: GenerationRequest) -> list[t
     ]
 
 
-def candidates_from_replies(replies: list[str]) -> list[str]:
+def candidates_from_replies(replies: list[str]) -> list[Generated]:
     """Each reply's code block, or the reply itself when it has none: a garbage reply is still verified, so it
     gets a verdict and a report (never silently dropped)."""
-    return [prompts.extract_code(reply) or reply for reply in replies]
+    return [Generated(prompts.extract_code(reply) or reply) for reply in replies]
 
 
 class TextBackend:
@@ -42,7 +42,7 @@ class TextBackend:
     def models(self) -> list[str]:
         return [self.model_id]
 
-    def generate(self, request: GenerationRequest) -> list[str]:
+    def generate(self, request: GenerationRequest) -> list[Generated]:
         task = request.task.read_text()
         replies = []
         for messages, count in conversations(self.profile, task, request):

@@ -12,6 +12,7 @@ exists. Each kernel then gets the first configuration of Inductor's own heuristi
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import re
 import sys
@@ -45,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def capture(task: Path, device: str, templates: bool) -> dict:
-    """Wrapper code, kernel configurations, graph inputs and output shape of one compiled task."""
+    """Wrapper code, kernel configurations, graph inputs, output structure and the scalar arguments Inductor
+    baked into the code, of one compiled task (the model in training mode, as the verifier runs it)."""
     import torch
     import torch._inductor.config as inductor_config
     from torch._inductor.compile_fx import compile_fx
@@ -62,7 +64,7 @@ def capture(task: Path, device: str, templates: bool) -> dict:
         inductor_config.max_autotune_gemm_backends = "TRITON"
     module = load_module(str(task), "task")
     seed_everything(0)
-    model = module.Model(*module.get_init_inputs()).to(device).eval()
+    model = module.Model(*module.get_init_inputs()).to(device)
     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
     with torch.no_grad():
         structure, leaves = flatten(model(*inputs))
@@ -94,7 +96,14 @@ def capture(task: Path, device: str, templates: bool) -> dict:
     if not codes:
         raise CaptureError("Inductor produced no code for this task")
     wrapper = codes[-1]
+    parameters = list(inspect.signature(model.forward).parameters)
+    scalars = {
+        name: value
+        for name, value in zip(parameters, inputs)
+        if isinstance(value, bool | int | float) and name not in graph_inputs
+    }
     return {
+        "scalars": scalars,
         "wrapper": wrapper,
         "configs": _chosen_configs(wrapper) if device == "cuda" else _heuristic_configs(wrapper),
         "graph_inputs": graph_inputs,

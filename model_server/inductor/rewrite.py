@@ -3,8 +3,11 @@
 The candidate imports nothing from `torch._inductor`: Inductor's Triton helpers that a kernel uses are copied
 in as plain `@triton.jit` functions, each kernel keeps only `@triton.jit` and gets a name from the ops it
 fuses, and the launches become `kernel[grid](..., XBLOCK=..., num_warps=...)` calls in `forward`, with the
-configuration Inductor chose. Anything that is not a Triton kernel (cuBLAS/ATen fallbacks) is refused with a
-message naming the op, because it would not be a Triton candidate.
+configuration Inductor chose. A `Variant` says what else to make of the same capture: fp32 `tl.dot` at another
+precision, a matmul template at another tile, or a hybrid candidate that keeps Inductor's library calls (cuBLAS,
+cuDNN, ATen) as torch calls. Without `hybrid`, a library call is refused with a message naming the op, because
+the result would not be a Triton candidate. `forward` checks its inputs first: the kernels are specialised to
+the example inputs' shapes, strides and dtypes, so any other input is refused with a clear error.
 """
 
 from __future__ import annotations
@@ -21,12 +24,31 @@ INTERPRETER_REDUCTIONS = {"max2": "max", "min2": "min"}
 PYTHON_BUILTINS = {"any", "all", "min", "max", "sum", "abs", "pow", "round"}
 DROPPED_CALLS = {"assert_size_stride", "assert_alignment", "torch.cuda.set_device", "get_raw_stream"}
 ALLOCATORS = {"empty_strided_cuda", "empty_strided_cpu", "empty_strided"}
-GRID_AXES = {"Grid1D": "x", "Grid2D": "xy", "Grid3D": "xyz"}
+MAX_Y_GRID = 65535  # CUDA's limit on the launch grid's y and z sizes
+EXTERN_TORCH = {"mm", "addmm", "bmm", "baddbmm", "convolution"}  # Inductor's extern kernels that are torch functions
+TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
+IMPURE_CALL_WORDS = ("store", "atomic", "inline_asm", "debug", "print", "assert")
+DEFAULT_LABEL = "Inductor's default kernels"
 KERNEL_PREFIX = re.compile(r"^triton_(?:poi|red|per|tem|for|spl|mix|cooperative)_(?:fused_)?")
 
 
 class RewriteError(Exception):
     """Inductor's module cannot become a Triton candidate; the message says which op or construct."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What to make of one capture, and the label that says so in the candidate's header and the progress.
+
+    `precision` rewrites every `tl.dot` to that input precision (`tf32x3`: three TF32 tensor-core products, as
+    accurate as fp32); `tile` sets a matmul template's BLOCK_M/N/K, GROUP_M, num_warps and num_stages; `hybrid`
+    keeps Inductor's library calls as torch calls instead of refusing them.
+    """
+
+    label: str = DEFAULT_LABEL
+    precision: str | None = None
+    tile: dict | None = None
+    hybrid: bool = False
 
 
 @dataclass
@@ -39,32 +61,66 @@ class Kernel:
     grid_type: str
     config: dict
     template_launch: dict = field(default_factory=dict)
+    tile: dict | None = None
 
 
-def rewrite(captured: dict, task_source: str, task_name: str = "task") -> str:
+def rewrite(captured: dict, task_source: str, task_name: str = "task", variant: Variant | None = None) -> str:
     """The candidate module's source for a capture from `model_server.inductor.capture`."""
+    variant = variant or Variant()
     wrapper = ast.parse(captured["wrapper"])
     interpreter = captured["device"] == "cpu"
     kernels = _kernels(captured["wrapper"], captured["configs"])
-    converter = _KernelConverter(interpreter)
+    if variant.tile:
+        _retune(kernels, variant.tile)
+    converter = _KernelConverter(interpreter, variant.precision)
     kernel_sources = [converter.convert(kernel) for kernel in kernels.values()]
+    if variant.precision and not converter.dots:
+        raise RewriteError(f"no `tl.dot` to run at {variant.precision} precision")
     helpers = _helper_sources(captured["helpers"], converter.helpers, converter)
-    forward_body = _forward_body(_call_function(wrapper), kernels, captured)
+    call = _call_function(wrapper)
+    forward_body = _forward_body(call, kernels, captured, variant.hybrid)
     if not kernels:
+        library = re.search(r"\bextern_kernels\.\w+", captured["wrapper"])
+        if library:
+            raise RewriteError(_not_triton(library.group(0), "all of the task's compute"))
         raise RewriteError("Inductor generated no Triton kernel for this task (it needs no compute, or only views)")
     task = ast.parse(task_source)
     model = next((n for n in task.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     if model is None:
         raise RewriteError("the task defines no `class Model`")
+    guards = _input_guards(wrapper, captured)
     parts = [
-        _header(task_name, captured),
-        _imports(task, converter.uses_libdevice),
         *_module_constants(task),
+        *([UNEXPECTED_INPUT] if guards else []),
         *helpers,
         *kernel_sources,
-        _model_class(model, forward_body),
+        _model_class(model, guards + forward_body, variant.hybrid),
     ]
-    return "\n\n\n".join(part.rstrip() for part in parts if part.strip()) + "\n"
+    body = "\n\n\n".join(part.rstrip() for part in parts if part.strip())
+    imports = _imports(task, converter.uses_libdevice, _names_used(body))
+    return "\n\n\n".join([_header(task_name, captured, variant), imports, body]) + "\n"
+
+
+# ---------------------------------------------------------------- what a capture holds
+
+
+def uses_library(captured: dict) -> bool:
+    """Whether Inductor hands part of the task to a library (an extern kernel or an ATen fallback)."""
+    call = ast.unparse(_call_function(ast.parse(captured["wrapper"])))
+    return re.search(r"\b(extern_kernels|aten|torch\.ops)\.\w+", call) is not None
+
+
+def matmul_tile(captured: dict) -> dict | None:
+    """The tile (BLOCK_M/N/K, GROUP_M, warps, stages) of the capture's first fp32 matmul template kernel."""
+    examples = _example_arguments(ast.parse(captured["wrapper"]))
+    if any(dtype not in ("torch.float32",) and "float" in dtype for _, _, dtype in examples.values()):
+        return None
+    for kernel in _kernels(captured["wrapper"], captured["configs"]).values():
+        constexprs = _constexprs(kernel.function)
+        if kernel.grid_type == "FixedGrid" and all(key in constexprs for key in TILE_KEYS):
+            tile = {key: ast.literal_eval(constexprs[key].value) for key in TILE_KEYS}
+            return {**tile, "num_warps": kernel.config["num_warps"], "num_stages": kernel.config["num_stages"]}
+    return None
 
 
 # ---------------------------------------------------------------- kernels
@@ -93,7 +149,7 @@ def _kernels(wrapper: str, configs: dict) -> dict[str, Kernel]:
                 value = _keyword_constant(heuristics, key)
                 if value is not None:
                     config[key] = value
-        elif grid_type not in GRID_AXES:
+        elif grid_type not in GRIDS:
             raise RewriteError(f"kernel `{name}` uses Inductor's {grid_type} launch grid, which is not supported yet")
         found[name] = Kernel(name, _readable_name(name, len(found)), function, grid_type, config, template_launch)
     return found
@@ -140,15 +196,26 @@ class _KernelConverter(ast.NodeTransformer):
     has no libdevice), and max/min reductions use `tl.max`/`tl.min`: a reduction with a jit combine function
     runs element by element there, thousands of times slower."""
 
-    def __init__(self, interpreter: bool):
+    def __init__(self, interpreter: bool, precision: str | None = None):
         self.interpreter = interpreter
+        self.precision = precision
         self.helpers: set[str] = set()
         self.uses_libdevice = False
+        self.dots = 0
 
     def convert(self, kernel: Kernel) -> str:
         function = self.visit(kernel.function)
+        if kernel.tile:
+            constexprs = _constexprs(function)
+            values = {k: v for k, v in kernel.tile.items() if k in TILE_KEYS}
+            if "EVEN_K" in constexprs:
+                values["EVEN_K"] = _even_k(function, kernel.tile["BLOCK_K"])
+            for name, value in values.items():
+                if name in constexprs:
+                    constexprs[name].value = ast.Constant(value)
         function.name = kernel.new_name
         function.decorator_list = [ast.parse("triton.jit", mode="eval").body]
+        drop_dead_assignments(function)
         return ast.unparse(ast.fix_missing_locations(function))
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
@@ -179,6 +246,11 @@ class _KernelConverter(ast.NodeTransformer):
             if replacement is not None:
                 return self.visit(replacement)
         self.generic_visit(node)
+        if ast.unparse(function) == "tl.dot":
+            self.dots += 1
+            if self.precision:
+                node.keywords = [k for k in node.keywords if k.arg not in ("allow_tf32", "input_precision")]
+                node.keywords.append(ast.keyword("input_precision", ast.Constant(self.precision)))
         return node
 
 
@@ -248,25 +320,52 @@ def _call_function(wrapper: ast.Module) -> ast.FunctionDef:
     raise RewriteError("Inductor's module has no `call` function")
 
 
-def _forward_body(call: ast.FunctionDef, kernels: dict[str, Kernel], captured: dict) -> list[str]:
-    lines: list[str] = []
+def _forward_body(call: ast.FunctionDef, kernels: dict[str, Kernel], captured: dict, hybrid: bool) -> list[str]:
+    """`forward`'s body: Inductor's `call` with graph inputs read from forward's arguments and the module,
+    allocations on the inputs' device, and kernel launches in Triton's own syntax."""
     graph_inputs = captured["graph_inputs"]
-    statements = list(_flatten_with(call.body))
-    for stmt in statements:
+    lines: list[str] = []
+    names: dict[str, str] = {}
+    for stmt in _flatten_with(call.body):
         if _is_args_unpacking(stmt):
-            names = [ast.unparse(t) for t in stmt.targets[0].elts] if isinstance(stmt.targets[0], ast.Tuple) else []
-            if len(names) != len(graph_inputs):
-                raise RewriteError(f"Inductor's module takes {len(names)} inputs, the graph has {len(graph_inputs)}")
-            if not graph_inputs:
-                raise RewriteError("Inductor's module takes no inputs, so there is no device to allocate on")
-            lines.extend(f"{name} = {source}" for name, source in zip(names, graph_inputs))
+            names = _input_names(stmt, graph_inputs)
             device_source = next((s for s in graph_inputs if not s.startswith("self.")), graph_inputs[0])
             lines.append(f"device = {device_source}.device")
             continue
-        converted = _statement(stmt, kernels, captured["output"])
-        if converted is not None:
-            lines.append(converted)
-    return lines
+        line = _statement(stmt, kernels, captured["output"], hybrid)
+        if line is not None:
+            lines.append(line)
+    if names:
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+        lines = [pattern.sub(lambda m: names[m.group(1)], line) for line in lines]
+    return _live_lines(lines)
+
+
+def _input_names(stmt: ast.Assign, graph_inputs: list[str]) -> dict[str, str]:
+    """Inductor's argument names (`arg0_1`) and the forward-side expressions they stand for."""
+    names = [ast.unparse(t) for t in stmt.targets[0].elts] if isinstance(stmt.targets[0], ast.Tuple) else []
+    if len(names) != len(graph_inputs):
+        raise RewriteError(f"Inductor's module takes {len(names)} inputs, the graph has {len(graph_inputs)}")
+    if not graph_inputs:
+        raise RewriteError("Inductor's module takes no inputs, so there is no device to allocate on")
+    return dict(zip(names, graph_inputs))
+
+
+def _live_lines(lines: list[str]) -> list[str]:
+    """The launcher's lines without assignments nothing reads (one statement per line)."""
+    statements = [ast.parse(line).body[0] for line in lines]
+    live = list(range(len(lines)))
+    while True:
+        read = {
+            n.id
+            for i in live
+            for n in ast.walk(statements[i])
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
+        dead = [i for i in live if _assigned_name(statements[i]) not in (None, *read) and _pure(statements[i].value)]
+        if not dead:
+            return [lines[i] for i in live]
+        live = [i for i in live if i not in dead]
 
 
 def _flatten_with(body: list[ast.stmt]):
@@ -282,7 +381,7 @@ def _is_args_unpacking(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Assign) and _is_name(stmt.value, "args")
 
 
-def _statement(stmt: ast.stmt, kernels: dict[str, Kernel], output: dict) -> str | None:
+def _statement(stmt: ast.stmt, kernels: dict[str, Kernel], output: dict, hybrid: bool) -> str | None:
     if isinstance(stmt, ast.Delete):
         return None
     if isinstance(stmt, ast.Return):
@@ -294,25 +393,38 @@ def _statement(stmt: ast.stmt, kernels: dict[str, Kernel], output: dict) -> str 
             return None
         if name.endswith(".run") and name[:-4] in kernels:
             return _launch(call, kernels[name[:-4]])
+        if hybrid and _library_call(name):
+            # out= calls refuse to run when a parameter requires grad; the candidate has no backward anyway
+            return f"with torch.no_grad():\n    {_expression(call, hybrid)}"
         raise RewriteError(_not_triton(name, _short(stmt)))
     if isinstance(stmt, ast.Assign):
         value = stmt.value
         if isinstance(value, ast.Call) and ast.unparse(value.func) in DROPPED_CALLS:
             return None
-        return f"{ast.unparse(stmt.targets[0])} = {_expression(value)}"
+        return f"{ast.unparse(stmt.targets[0])} = {_expression(value, hybrid)}"
     raise RewriteError(f"unsupported statement in Inductor's launcher: {_short(stmt)}")
 
 
-def _expression(value: ast.expr) -> str:
+def _library_call(name: str) -> bool:
+    return name.startswith("extern_kernels.") and name.split(".", 1)[1] in EXTERN_TORCH
+
+
+def _expression(value: ast.expr, hybrid: bool = False) -> str:
     if isinstance(value, ast.Name):
         return value.id
     if isinstance(value, ast.Call):
         name = ast.unparse(value.func)
-        args = [ast.unparse(a) for a in value.args]
+        args = [_expression(a, hybrid) if isinstance(a, ast.Call) else ast.unparse(a) for a in value.args]
         if name in ALLOCATORS and len(args) == 3:
             return f"torch.empty_strided({args[0]}, {args[1]}, dtype={args[2]}, device=device)"
         if name == "reinterpret_tensor" and len(args) == 4:
-            return f"torch.as_strided({', '.join(args)})"
+            # Inductor's offset counts from the tensor's own storage offset, which a view need not have at 0
+            base, size, stride, offset = args
+            start = f"{base}.storage_offset()" + ("" if offset == "0" else f" + {offset}")
+            return f"{base}.as_strided({size}, {stride}, {start})"
+        if hybrid and _library_call(name):
+            keywords = [ast.unparse(k) for k in value.keywords]
+            return f"torch.{name.split('.', 1)[1]}({', '.join(args + keywords)})"
         raise RewriteError(_not_triton(name, ast.unparse(value)[:160]))
     raise RewriteError(f"unsupported expression in Inductor's launcher: {ast.unparse(value)[:160]}")
 
@@ -321,30 +433,139 @@ def _not_triton(name: str, code: str) -> str:
     return (
         f"Inductor computes part of this task with `{name}` ({code}), a library call rather than a Triton kernel, "
         "so the result would not be a Triton candidate (on a GPU the backend also tries Inductor's Triton "
-        "matmul templates)"
+        "matmul templates, and offers a hybrid candidate that keeps the library call)"
     )
 
 
 def _launch(call: ast.Call, kernel: Kernel) -> str:
     args = [ast.unparse(a) for a in call.args]
-    params = [a.arg for a in kernel.function.args.args]
     kwargs = dict(kernel.config.get("kwargs", {}))
     if kernel.grid_type == "FixedGrid":
         count = kernel.template_launch["grid_args"]
         grid = args[-count:] if count else ["1"]
         args = args[: len(args) - count] if count else args
+        if kernel.tile:
+            grid = [_retuned_grid(kernel, grid[0]), *grid[1:]]
     else:
-        grid = []
-        for axis in GRID_AXES[kernel.grid_type]:
-            numel = f"{axis}numel"
-            if numel not in params or params.index(numel) >= len(args):
-                raise RewriteError(f"kernel `{kernel.name}` has no `{numel}` argument for its {kernel.grid_type} grid")
-            block = kwargs.get(f"{axis.upper()}BLOCK")
-            size = args[params.index(numel)]
-            grid.append(f"triton.cdiv({size}, {block})" if block else size)
+        grid = GRIDS[kernel.grid_type](_GridSizes(kernel, args, kwargs))
     options = [f"{key}={value!r}" for key, value in kwargs.items()]
     options += [f"num_warps={kernel.config.get('num_warps', 4)}", f"num_stages={kernel.config.get('num_stages', 1)}"]
     return f"{kernel.new_name}[({', '.join(grid)},)]({', '.join(args + options)})"
+
+
+class _GridSizes:
+    """What Inductor's launch-grid kinds are computed from: the kernel's size arguments and block sizes."""
+
+    def __init__(self, kernel: Kernel, args: list[str], kwargs: dict):
+        self.kernel, self.args, self.kwargs = kernel, args, kwargs
+        self.params = [a.arg for a in kernel.function.args.args]
+
+    def numel(self, name: str) -> str:
+        if name not in self.params or self.params.index(name) >= len(self.args):
+            raise RewriteError(
+                f"kernel `{self.kernel.name}` has no `{name}` argument for its {self.kernel.grid_type} grid"
+            )
+        return self.args[self.params.index(name)]
+
+    def blocks(self, numel: str, block: str) -> str:
+        """How many blocks of BLOCK cover `numel`: a number for a fixed size, else `triton.cdiv(numel, BLOCK)`."""
+        size, step = self.numel(numel), self.kwargs.get(block)
+        if not step:
+            return size
+        return str(-(-int(size) // step)) if size.isdigit() else f"triton.cdiv({size}, {step})"
+
+    def literal(self, numel: str, block: str) -> int:
+        size, step = self.numel(numel), self.kwargs.get(block) or 1
+        if not size.isdigit():
+            raise RewriteError(f"kernel `{self.kernel.name}`'s {self.kernel.grid_type} grid needs a fixed `{numel}`")
+        return -(-int(size) // step)
+
+
+def _y_overflow_grid(sizes: _GridSizes) -> list[str]:
+    """y blocks beyond CUDA's y limit spill into z, as Inductor's Grid2DWithYZOverflow launches them."""
+    y_blocks = sizes.literal("ynumel", "YBLOCK")
+    z = -(-y_blocks // MAX_Y_GRID)
+    y = 0 if z == 0 else -(-y_blocks // z)
+    return [sizes.blocks("xnumel", "XBLOCK"), str(y), str(z)]
+
+
+GRIDS = {
+    "Grid1D": lambda g: [g.blocks("xnumel", "XBLOCK")],
+    "Grid2D": lambda g: [g.blocks("xnumel", "XBLOCK"), g.blocks("ynumel", "YBLOCK")],
+    "Grid3D": lambda g: [g.blocks("xnumel", "XBLOCK"), g.blocks("ynumel", "YBLOCK"), g.blocks("znumel", "ZBLOCK")],
+    "BatchMatmulGrid3D": lambda g: [
+        g.blocks("znumel", "ZBLOCK"),
+        g.blocks("ynumel", "YBLOCK"),
+        g.blocks("xnumel", "XBLOCK"),
+    ],
+    "Grid2DWithYZOverflow": _y_overflow_grid,
+    "CooperativeReductionGrid": lambda g: [str(g.kwargs["RSPLIT"]), g.blocks("xnumel", "XBLOCK")],
+    "MixOrderReductionGrid": lambda g: [g.blocks("xnumel", "RSPLIT_SIZE")],
+    "SplitScanGrid": lambda g: [g.blocks("r0_numel", "R0_BLOCK"), g.numel("xnumel")],
+    "FixedGrid": None,
+}
+
+
+# ---------------------------------------------------------------- variants of matmul templates
+
+
+def _retune(kernels: dict[str, Kernel], tile: dict) -> None:
+    """Give every matmul template kernel the tile of `tile` (its grid follows in `_launch`)."""
+    templates = [
+        k
+        for k in kernels.values()
+        if k.grid_type == "FixedGrid" and _constexprs(k.function).keys() >= {"BLOCK_M", "BLOCK_N"}
+    ]
+    if not templates:
+        raise RewriteError("no matmul template kernel to retune")
+    for kernel in templates:
+        constexprs = _constexprs(kernel.function)
+        kernel.template_launch["inductor_tile"] = {
+            k: ast.literal_eval(constexprs[k].value) for k in ("BLOCK_M", "BLOCK_N")
+        }
+        kernel.tile = tile
+        for key in ("num_warps", "num_stages"):
+            if key in tile:
+                kernel.config[key] = tile[key]
+
+
+def _constexprs(function: ast.FunctionDef) -> dict[str, ast.AnnAssign]:
+    return {
+        stmt.target.id: stmt
+        for stmt in function.body
+        if isinstance(stmt, ast.AnnAssign)
+        and isinstance(stmt.target, ast.Name)
+        and "constexpr" in ast.unparse(stmt.annotation)
+    }
+
+
+def _retuned_grid(kernel: Kernel, launched: str) -> str:
+    """The program count of a retuned matmul template: one program per BLOCK_M x BLOCK_N output tile. The
+    launched count must be that of Inductor's tile, else the template is not one this knows how to retune."""
+    sizes = {}
+    for stmt in kernel.function.body:
+        name = _assigned_name(stmt)
+        if name in ("M", "N") and isinstance(stmt.value, ast.Constant):
+            sizes[name] = stmt.value.value
+    constexprs = kernel.template_launch["inductor_tile"]
+    if set(sizes) != {"M", "N"} or not launched.isdigit():
+        raise RewriteError(f"template `{kernel.name}` has no fixed M and N to retune")
+
+    def tiles(block_m: int, block_n: int) -> int:
+        return -(-sizes["M"] // block_m) * -(-sizes["N"] // block_n)
+
+    if tiles(constexprs["BLOCK_M"], constexprs["BLOCK_N"]) != int(launched):
+        raise RewriteError(f"template `{kernel.name}` does not launch one program per output tile")
+    tile = {**constexprs, **{k: v for k, v in kernel.tile.items() if k in TILE_KEYS}}
+    return str(tiles(tile["BLOCK_M"], tile["BLOCK_N"]))
+
+
+def _even_k(function: ast.FunctionDef, block_k: int) -> bool:
+    """Whether BLOCK_K divides K, so the template's K loop needs no mask (its EVEN_K)."""
+    for stmt in function.body:
+        if _assigned_name(stmt) == "K" and isinstance(stmt.value, ast.Constant):
+            return stmt.value.value % block_k == 0
+    raise RewriteError("the matmul template has no fixed K to retune")
 
 
 def _return(stmt: ast.Return, output: dict) -> str:
@@ -368,19 +589,130 @@ def _short(stmt: ast.AST) -> str:
     return ast.unparse(stmt).splitlines()[0][:160]
 
 
+# ---------------------------------------------------------------- dead code
+
+
+def drop_dead_assignments(function: ast.FunctionDef) -> None:
+    """Remove assignments to names the function never reads (Inductor leaves some), when computing the value
+    has no effect: stores, atomics and asm are kept whatever happens to their result."""
+    while True:
+        read = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        removed = _drop_in(function.body, read)
+        if not removed:
+            return
+
+
+def _drop_in(body: list[ast.stmt], read: set[str]) -> bool:
+    removed = False
+    for stmt in list(body):
+        for child in ("body", "orelse"):
+            inner = getattr(stmt, child, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                removed |= _drop_in(inner, read)
+                if not inner:
+                    inner.append(ast.Pass())
+        target = _assigned_name(stmt)
+        if target is not None and target not in read and _pure(stmt.value):
+            body.remove(stmt)
+            removed = True
+    return removed
+
+
+def _assigned_name(stmt: ast.stmt) -> str | None:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+        return stmt.target.id
+    return None
+
+
+def _pure(value: ast.expr) -> bool:
+    calls = [ast.unparse(n.func) for n in ast.walk(value) if isinstance(n, ast.Call)]
+    return not any(word in call for call in calls for word in IMPURE_CALL_WORDS)
+
+
+def _names_used(source: str) -> set[str]:
+    """Every name the module's code reads (the roots of attribute chains included)."""
+    return {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+
+
+# ---------------------------------------------------------------- the inputs forward expects
+
+
+UNEXPECTED_INPUT = '''def unexpected_input(name, tensor, shape, stride, dtype):
+    """The kernels are specialised to the example inputs' shapes, strides and dtypes; any other input is refused."""
+    return ValueError(
+        f"ModelNew was generated for `{name}` of shape {shape}, strides {stride} and {dtype}, but got shape "
+        f"{tuple(tensor.shape)}, strides {tensor.stride()} and {tensor.dtype}; convert the task again for these inputs"
+    )'''
+
+
+def _input_guards(wrapper: ast.Module, captured: dict) -> list[str]:
+    """`forward`'s first lines: refuse tensors other than the example's, and scalars Inductor baked in."""
+    examples = _example_arguments(wrapper)
+    lines = []
+    for arg, source in zip(_graph_arguments(wrapper), captured["graph_inputs"]):
+        if source.startswith("self.") or not source.isidentifier() or arg not in examples:
+            continue
+        shape, stride, dtype = examples[arg]
+        lines += [
+            f"if {source}.shape != {shape} or {source}.stride() != {stride} or {source}.dtype != {dtype}:",
+            f"    raise unexpected_input({source!r}, {source}, {shape}, {stride}, {dtype})",
+        ]
+    for name, value in captured.get("scalars", {}).items():
+        lines += [
+            f"if float({name}) != {float(value)!r}:"
+            if isinstance(value, float)
+            else f"if int({name}) != {int(value)!r}:",
+            f'    raise ValueError(f"ModelNew was generated for {name} == {value!r}, got {{{name}!r}}; '
+            'convert the task again for this value")',
+        ]
+    return lines
+
+
+def _graph_arguments(wrapper: ast.Module) -> list[str]:
+    for stmt in _flatten_with(_call_function(wrapper).body):
+        if _is_args_unpacking(stmt) and isinstance(stmt.targets[0], ast.Tuple):
+            return [ast.unparse(t) for t in stmt.targets[0].elts]
+    return []
+
+
+def _example_arguments(wrapper: ast.Module) -> dict[str, tuple[str, str, str]]:
+    """(shape, strides, dtype) of each graph input, as Inductor's `get_args` makes its example tensors."""
+    found = {}
+    for node in ast.walk(wrapper):
+        if isinstance(node, ast.FunctionDef) and node.name == "get_args":
+            for stmt in node.body:
+                value = getattr(stmt, "value", None)
+                if isinstance(value, ast.Call) and ast.unparse(value.func) == "rand_strided" and len(value.args) == 2:
+                    dtype = next((k.value for k in value.keywords if k.arg == "dtype"), None)
+                    if dtype is not None:
+                        shape, stride = (_tuple_text(a) for a in value.args)
+                        found[ast.unparse(stmt.targets[0])] = (shape, stride, ast.unparse(dtype))
+    return found
+
+
+def _tuple_text(node: ast.expr) -> str:
+    items = [ast.unparse(e) for e in getattr(node, "elts", [])]
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
 # ---------------------------------------------------------------- the module around them
 
 
-def _header(task_name: str, captured: dict) -> str:
+def _header(task_name: str, captured: dict, variant: Variant) -> str:
     where = "the Triton interpreter (CPU)" if captured["device"] == "cpu" else "a CUDA GPU"
+    what = variant.label + (" (hybrid: a library call does part of the work)" if variant.hybrid else "")
     return (
-        f'"""Triton kernels for `{task_name}`, derived from TorchInductor\'s generated code for {where}.\n\n'
-        f"Generated by `tritonize convert --backend inductor` (torch {captured['torch']}): the kernels and launch\n"
-        'configurations are Inductor\'s, rewritten to stand alone. Shapes are specialised to the task\'s inputs."""'
+        f'"""Triton kernels for `{task_name}`: {what}.\n\n'
+        f"Derived from TorchInductor's code for {where} by `tritonize convert --backend inductor` (torch\n"
+        f"{captured['torch']}) and rewritten to stand alone. The kernels are specialised to the task's example\n"
+        'inputs: `forward` refuses inputs of any other shape, stride or dtype."""'
     )
 
 
-def _imports(task: ast.Module, uses_libdevice: bool) -> str:
+def _imports(task: ast.Module, uses_libdevice: bool, used: set[str]) -> str:
+    """The imports the candidate needs: torch and Triton's, and the task's own that the module still uses."""
     lines = ["import torch", "import torch.nn as nn", "import triton", "import triton.language as tl"]
     if uses_libdevice:
         lines.append("from triton.language.extra import libdevice")
@@ -391,7 +723,12 @@ def _imports(task: ast.Module, uses_libdevice: bool) -> str:
                 text = ast.unparse(single)
                 if text not in lines:
                     lines.append(text)
-    return "\n".join(lines)
+    return "\n".join(line for line in lines if _bound_name(line) in used)
+
+
+def _bound_name(import_line: str) -> str:
+    alias = ast.parse(import_line).body[0].names[0]
+    return alias.asname or alias.name.split(".")[0]
 
 
 def _module_constants(task: ast.Module) -> list[str]:
@@ -403,14 +740,15 @@ def _module_constants(task: ast.Module) -> list[str]:
     ]
 
 
-def _model_class(model: ast.ClassDef, forward_body: list[str]) -> str:
+def _model_class(model: ast.ClassDef, forward_body: list[str], hybrid: bool) -> str:
     methods = {n.name: n for n in model.body if isinstance(n, ast.FunctionDef)}
     forward = methods.get("forward")
     if forward is None:
         raise RewriteError("the task's `Model` has no `forward`")
     lines = [
         "class ModelNew(nn.Module):",
-        '    """Drop-in replacement for the task\'s `Model`: same parameters, Triton compute."""',
+        '    """Drop-in replacement for the task\'s `Model`: same parameters, '
+        + ('a library call and Triton kernels compute."""' if hybrid else 'Triton compute."""'),
     ]
     init = methods.get("__init__")
     if init is not None:
@@ -419,7 +757,7 @@ def _model_class(model: ast.ClassDef, forward_body: list[str]) -> str:
         lines.extend("    " + line for line in ast.unparse(init).splitlines())
     lines.append("")
     lines.append(f"    def forward({ast.unparse(forward.args)}):")
-    lines.extend("        " + line for line in forward_body)
+    lines.extend("        " + line for statement in forward_body for line in statement.splitlines())
     return "\n".join(lines)
 
 

@@ -44,9 +44,12 @@ def test_convert_streams_every_step_and_the_verified_kernel(server):
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         events = _events(response)
-    assert [e["event"] for e in events] == ["accepted", "round", "candidate", "done"]
-    assert events[2]["verdict"] == "correct" and events[2]["round"] == 1
+    assert [e["event"] for e in events] == ["accepted", "round", "note", "candidate", "done"]
+    assert events[3]["verdict"] == "correct" and events[3]["round"] == 1
+    assert events[2]["message"].startswith("inductor made 1 candidate of the 4 asked for")
+    assert events[3]["label"] == "Inductor's default kernels" and events[3]["policy"] == "strict"
     done = events[-1]
+    assert done["best"]["why"] == "correct" and done["text"].endswith("chose round 1 candidate 1: correct")
     assert "class ModelNew" in done["best"]["source"] and done["report"]["verdict"] == "correct"
 
 

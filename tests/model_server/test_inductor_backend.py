@@ -22,7 +22,9 @@ def pool():
 @pytest.mark.slow
 @pytest.mark.parametrize("task", ["relu", "row_sum", "softmax", "layernorm", "scale"])
 def test_candidates_stand_alone_and_verify_correct(task, pool, tmp_path):
-    [source] = create_backend(BackendConfig("inductor")).generate(GenerationRequest(TASKS / f"{task}.py", 4, "cpu"))
+    [generated] = create_backend(BackendConfig("inductor")).generate(GenerationRequest(TASKS / f"{task}.py", 4, "cpu"))
+    assert (generated.label, generated.policy) == ("Inductor's default kernels", "strict")
+    source = generated.source
     assert "_inductor" not in source and "triton_heuristics" not in source
     assert "class ModelNew(nn.Module)" in source
     assert [f for f in check_candidate(source) if f.severity == "error"] == []

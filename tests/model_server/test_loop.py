@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from model_server.backends import BackendError, GenerationRequest
+from model_server.backends import BackendError, Generated, GenerationRequest
 from model_server.loop import ConvertError, ConvertOptions, convert
 from tests.conftest import FIXTURES
 from verifier.pool import VerifierPool
@@ -31,9 +31,10 @@ class ScriptedBackend:
     def models(self) -> list[str]:
         return ["scripted"]
 
-    def generate(self, request: GenerationRequest) -> list[str]:
+    def generate(self, request: GenerationRequest) -> list[Generated]:
         self.requests.append(request)
-        return self.rounds[request.round - 1] if request.round <= len(self.rounds) else []
+        sources = self.rounds[request.round - 1] if request.round <= len(self.rounds) else []
+        return [Generated(source) for source in sources]
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,7 @@ def test_failures_are_fed_back_and_the_repaired_candidate_wins(pool):
     assert feedback["source"] == _wrong_relu() and feedback["report"]["verdict"] == "incorrect"
     assert len(backend.requests) == 2, "no repair round once every candidate of a round is correct"
     kinds = [e["event"] for e in events]
-    assert kinds == ["round", "candidate", "round", "candidate", "done"]
+    assert kinds == ["round", "note", "candidate", "round", "note", "candidate", "done"]
     assert events[-1]["best"]["round"] == 2 and events[-1]["report"]["verdict"] == "correct"
 
 
@@ -127,7 +128,7 @@ def test_a_deadline_that_passes_during_generation_skips_verification(pool):
     options = ConvertOptions(samples=3, rounds=2, deadline=0.3)
     outcome = convert(TASKS / "relu.py", Slow([[_wrong_relu()] * 3] * 2), pool, options, events.append)
     assert outcome.stopped == "deadline" and outcome.attempts == []
-    assert [e["event"] for e in events] == ["round", "done"] and events[-1]["stopped"] == "deadline"
+    assert [e["event"] for e in events] == ["round", "note", "done"] and events[-1]["stopped"] == "deadline"
 
 
 def test_cancelling_kills_a_verification_in_flight(pool):

@@ -55,7 +55,18 @@ def test_garbage_from_the_model_is_verified_and_repaired_cleanly(text_server):
     with httpx.stream("POST", f"{text_server}/v1/convert", json=body, timeout=600) as response:
         events = [json.loads(line[5:]) for line in response.iter_lines() if line.startswith("data:")]
     kinds = [e["event"] for e in events]
-    assert kinds == ["accepted", "round", "candidate", "candidate", "round", "candidate", "candidate", "done"]
+    assert kinds == [
+        "accepted",
+        "round",
+        "note",
+        "candidate",
+        "candidate",
+        "round",
+        "note",
+        "candidate",
+        "candidate",
+        "done",
+    ]
     candidates = [e for e in events if e["event"] == "candidate"]
     assert all(c["verdict"] in FAILING and c["message"] for c in candidates)
     assert all("tritonize-convert-" not in c["message"] for c in candidates)
@@ -66,7 +77,7 @@ def test_garbage_from_the_model_is_verified_and_repaired_cleanly(text_server):
 def test_the_openai_backend_talks_to_this_projects_own_server(text_server, tiny_model, tmp_path):
     backend = create_backend(BackendConfig("openai", str(tiny_model), "chat", base_url=f"{text_server}/v1"))
     candidates = backend.generate(GenerationRequest(RELU, 2, "cpu"))
-    assert len(candidates) == 2 and all(isinstance(c, str) for c in candidates)
+    assert len(candidates) == 2 and all(isinstance(c.source, str) and c.policy == "strict" for c in candidates)
     command = [sys.executable, "-m", "model_server", "convert"]
     command += [str(RELU), "--backend", "openai", "--model", str(tiny_model), "--base-url", f"{text_server}/v1"]
     command += ["--profile", "chat", "--samples", "2", "--rounds", "1", "--trials", "1", "--device", "cpu"]

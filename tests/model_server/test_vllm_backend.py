@@ -30,7 +30,7 @@ def test_vllm_samples_n_candidates_from_a_local_model(tmp_path):
     backend = create_backend(BackendConfig("vllm", str(model), "chat"))
     try:
         candidates = backend.generate(GenerationRequest(FIXTURES / "tasks" / "relu.py", 3, "cpu"))
-        assert len(candidates) == 3 and all(isinstance(c, str) for c in candidates)
+        assert len(candidates) == 3 and all(isinstance(c.source, str) for c in candidates)
         assert len(backend.complete("import triton", n=2, max_tokens=8)) == 2
         assert backend.models() == [str(model)]
     finally:

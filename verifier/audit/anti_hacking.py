@@ -58,7 +58,7 @@ ALLOWED_TORCH = {
     "torch.promote_types", "torch.broadcast_shapes", "torch.get_default_dtype", "torch.Tensor",
     "torch.cuda.current_device", "torch.cuda.device", "torch.cuda.is_available",
     "torch.cuda.get_device_capability", "torch.cuda.get_device_properties", "torch.autograd.Function",
-    "torch.cuda.synchronize", "torch.nn.Parameter",
+    "torch.cuda.synchronize", "torch.nn.Parameter", "torch.as_strided",
 }  # fmt: skip
 TORCH_DTYPES = {
     "float32", "float", "float16", "half", "bfloat16", "float64", "double", "int8", "uint8", "int16",
@@ -68,7 +68,7 @@ ALLOWED_METHODS = {
     # shape and layout
     "size", "stride", "numel", "dim", "ndimension", "is_contiguous", "data_ptr", "element_size",
     "storage_offset", "contiguous", "view", "view_as", "reshape", "flatten", "unsqueeze", "squeeze",
-    "permute", "transpose", "t", "expand", "expand_as", "unflatten", "movedim",
+    "permute", "transpose", "t", "expand", "expand_as", "unflatten", "movedim", "as_strided",
     # allocation and placement: device moves, dtype casts (integer casts of index tensors too), a scalar read
     "new_empty", "new_zeros", "new_ones", "new_full", "to", "float", "half", "bfloat16", "double",
     "cuda", "cpu", "int", "long", "zero_", "fill_", "requires_grad_", "detach", "item", "is_floating_point",
