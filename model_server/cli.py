@@ -9,7 +9,7 @@ from pathlib import Path
 
 from model_server import api
 from verifier import interrupts
-from verifier.cli import EXIT_FAIL, EXIT_PASS, add_device_option, positive_int, usage_error
+from verifier.cli import EXIT_FAIL, EXIT_PASS, add_device_option, add_timeout_option, positive_int, usage_error
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -35,6 +35,7 @@ def _add_convert(subparsers: argparse._SubParsersAction) -> None:
     convert.add_argument("--target-speedup", type=float, help="stop once a candidate is this much faster than eager")
     convert.add_argument("--deadline", type=float, help="stop starting new work after this many seconds")
     convert.add_argument("--trials", type=positive_int, default=5, help="input sets per verification (default: 5)")
+    add_timeout_option(convert)
     convert.set_defaults(run=_run_convert)
 
 
@@ -120,11 +121,17 @@ def _run_convert(args: argparse.Namespace) -> int:
     from model_server.loop import ConvertError, ConvertOptions, convert
     from verifier.errors import SandboxStartError, TaskError, UsageError
     from verifier.pool import VerifierPool
+    from verifier.verification import check_task_file
 
     task = Path(args.task)
     out = Path(args.out) if args.out else task.with_name(f"{task.stem}_triton.py")
-    if out.exists() and not args.force:
-        return usage_error("convert", f"{out} exists; pass --force to overwrite it or --out to write elsewhere")
+    try:
+        check_task_file(task)
+    except (TaskError, UsageError) as exc:
+        return usage_error("convert", str(exc))
+    problem = _out_problem(out, task, args.force)
+    if problem:
+        return usage_error("convert", problem)
     try:
         options = ConvertOptions.of(args)
         backend = create_backend(_backend_config(args))
@@ -139,11 +146,31 @@ def _run_convert(args: argparse.Namespace) -> int:
     print(_table(outcome.attempts))
     if outcome.best is None:
         print(f"no candidate was correct ({outcome.stopped}); nothing written", file=sys.stderr)
+        for attempt in outcome.attempts:
+            print(f"  round {attempt.round}, candidate {attempt.index}: {attempt.report.message}", file=sys.stderr)
         return EXIT_FAIL
-    out.write_text(outcome.best.source)
     best = outcome.best
+    try:
+        out.write_text(best.source)
+    except OSError as exc:
+        return usage_error("convert", f"cannot write {out}: {exc.strerror or exc}")
     print(f"wrote {out} (round {best.round}, candidate {best.index}: {best.report.verdict})")
     return EXIT_PASS
+
+
+def _out_problem(out: Path, task: Path, force: bool) -> str | None:
+    """Why the kernel could not be written to `out`, checked before any work starts; None if it can."""
+    if out.is_dir():
+        return f"--out {out} is a directory; give a file path, e.g. {out / f'{task.stem}_triton.py'}"
+    directory = out.parent
+    if not directory.is_dir():
+        missing = "is not a directory" if directory.exists() else "does not exist"
+        return f"cannot write --out {out}: the directory {directory} {missing}"
+    if not os.access(directory, os.W_OK):
+        return f"cannot write --out {out}: the directory {directory} is not writable"
+    if out.exists() and not force:
+        return f"{out} exists; pass --force to overwrite it or --out to write elsewhere"
+    return None
 
 
 def _progress(event: api.Event) -> None:

@@ -10,6 +10,7 @@ running from a checkout) only the verifier's own commands exist, and those of th
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 
@@ -83,7 +84,7 @@ def _add_verify(subparsers: argparse._SubParsersAction) -> None:
     add_device_option(verify)
     verify.add_argument("--trials", type=positive_int, default=5, help="random input sets (default: 5)")
     verify.add_argument("--seed", type=int, help="make the input seeds reproducible (default: unpredictable)")
-    verify.add_argument("--timeout", type=positive_float, default=60.0, help="seconds per run (default: 60)")
+    add_timeout_option(verify)
     verify.add_argument(
         "--memory-limit", type=_size, help="resident memory per run, e.g. 4G or 512M (default: 1/4 of RAM)"
     )
@@ -197,6 +198,17 @@ def add_device_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=DEVICES, default="auto", help="default: auto")
 
 
+def add_timeout_option(parser: argparse.ArgumentParser) -> None:
+    """`--timeout SECONDS`, shared by `verify` and `convert`: the limit of one sandboxed run."""
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds per run of the reference or the candidate; a candidate past it is killed (default: 60)",
+    )
+
+
 def usage_error(command: str, message: str) -> int:
     """One stderr line naming the command and what is wrong; the exit code for bad usage."""
     print(f"tritonize {command}: error: {message}", file=sys.stderr)
@@ -212,8 +224,8 @@ def positive_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return value
 
 
