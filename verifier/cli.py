@@ -13,6 +13,7 @@ import argparse
 import math
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from verifier import interrupts
 from verifier.device import DEVICES
@@ -23,6 +24,7 @@ ENTRY_POINTS = "tritonize.commands"
 ORDER = ("verifier", "model_server", "lsp_server")  # entry point names, down the stack first
 
 AddParser = Callable[[argparse._SubParsersAction], None]
+PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 
 def main(argv: list[str] | None = None, package: AddParser | None = None) -> int:
@@ -49,10 +51,30 @@ def build_parser(parts: list[AddParser]) -> argparse.ArgumentParser:
         prog="tritonize",
         description="Convert PyTorch to Triton kernels that are proven equivalent and measured; audit Triton code.",
     )
+    parser.add_argument("--version", action="version", version=f"tritonize {version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add_parser in parts:
         add_parser(subparsers)
     return parser
+
+
+def version(distribution: str = "tritonize") -> str:
+    """The installed distribution's version; from a checkout that is not installed, pyproject.toml's."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed_version
+
+    try:
+        return installed_version(distribution)
+    except PackageNotFoundError:
+        pass
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        return tomllib.loads(PYPROJECT.read_text())["project"]["version"]
+    except (OSError, tomllib.TOMLDecodeError, KeyError):
+        return "unknown"
 
 
 def installed_parts() -> list[AddParser]:

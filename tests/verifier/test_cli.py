@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES
+from verifier.cli import version
 
 REQUIRED_KEYS = {
     "verdict", "reward", "violations", "max_abs_error", "max_rel_error", "trials", "device", "isolation", "timing",
@@ -161,3 +162,11 @@ def test_a_timeout_that_is_not_a_positive_number_is_named(seconds):
                        "--timeout", seconds)  # fmt: skip
     assert result.returncode == 2
     assert "argument --timeout" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_version_is_the_installed_one_else_pyproject_s():
+    declared = re.search(r'^version = "(.+)"$', ROOT.joinpath("pyproject.toml").read_text(), re.MULTILINE).group(1)
+    result = tritonize("--version")
+    assert result.returncode == 0
+    assert result.stdout == f"tritonize {declared}\n"
+    assert version("tritonize-not-installed-anywhere") == declared
