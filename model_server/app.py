@@ -3,14 +3,17 @@ its events, is `api.py`; docs/ARCHITECTURE.md, "The HTTP API").
 
 Everything slow (verification, Inductor, model sampling) runs in threads; the event loop only moves
 events. A conversion streams Server-Sent Events and stops as soon as the client disconnects. Bodies over the
-configured size get 413, schema errors 422 naming the field, an unknown backend or model 404 listing what
-exists, and conversions beyond the configured concurrency wait in a bounded queue, then get 429.
+configured size get 413 (announced or streamed), schema errors 422 naming the field (on /v1/verify and
+/v1/convert an unknown field too; the OpenAI-compatible endpoints ignore fields they do not use), an unknown
+backend or model 404 listing what exists, and conversions beyond the configured concurrency wait in a bounded
+queue, then get 429.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import tempfile
 import threading
 import time
@@ -21,8 +24,11 @@ from pathlib import Path
 from typing import Literal
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from model_server import api
 from model_server.backends import BACKENDS, Backend, BackendConfig, BackendError, create_backend
@@ -31,6 +37,7 @@ from verifier.errors import TaskError, UsageError
 from verifier.pool import VerifierPool
 
 MAX_SOURCE = 512 * 1024
+TASK_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
 @dataclass
@@ -46,6 +53,8 @@ class ServerConfig:
 
 
 class VerifyBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     task: str = Field(min_length=1, max_length=MAX_SOURCE, description="source of a KernelBench task module")
     candidate: str = Field(min_length=1, max_length=MAX_SOURCE, description="source of a ModelNew module")
     trials: int = Field(default=5, ge=1, le=100)
@@ -57,8 +66,15 @@ class VerifyBody(BaseModel):
 
 
 class ConvertBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     task: str = Field(min_length=1, max_length=MAX_SOURCE, description="source of a KernelBench task module")
-    task_name: str = Field(default="task", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    task_name: str = Field(
+        default="task",
+        description="the task's module name: a Python identifier of ASCII letters, digits and underscores, not "
+        "starting with a digit, at most 64 characters",
+        json_schema_extra={"pattern": TASK_NAME.pattern},
+    )
     backend: str | None = Field(default=None, max_length=64)
     model: str | None = Field(default=None, max_length=256)
     samples: int = Field(default=4, ge=1, le=64)
@@ -66,9 +82,28 @@ class ConvertBody(BaseModel):
     target_speedup: float | None = Field(default=None, gt=0)
     deadline: float | None = Field(default=None, gt=0, le=24 * 3600)
     trials: int = Field(default=5, ge=1, le=100)
+    timeout: float = Field(default=60.0, gt=0, le=3600, description="seconds per run of the reference or candidate")
+
+    @field_validator("task_name")
+    @classmethod
+    def _task_name_is_an_identifier(cls, name: str) -> str:
+        if not TASK_NAME.match(name):
+            raise PydanticCustomError(
+                "python_identifier",
+                "task_name must be a Python identifier (ASCII letters, digits and underscores, not starting with a "
+                "digit, at most 64 characters): it names the task's module",
+            )
+        return name
+
+
+KNOWN_FIELDS = {"/v1/verify": tuple(VerifyBody.model_fields), "/v1/convert": tuple(ConvertBody.model_fields)}
 
 
 class CompletionBody(BaseModel):
+    """OpenAI's request, of which the fields below are used; OpenAI clients send many more, which are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
     model: str = Field(max_length=256)
     prompt: str = Field(max_length=MAX_SOURCE)
     n: int = Field(default=1, ge=1, le=64)
@@ -77,11 +112,17 @@ class CompletionBody(BaseModel):
 
 
 class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
     role: str = Field(pattern=r"^(system|user|assistant)$")
     content: str = Field(max_length=MAX_SOURCE)
 
 
 class ChatBody(BaseModel):
+    """OpenAI's chat request; like `CompletionBody`, fields it does not use are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
     model: str = Field(max_length=256)
     messages: list[ChatMessage] = Field(min_length=1, max_length=64)
     n: int = Field(default=1, ge=1, le=64)
@@ -104,6 +145,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     app = FastAPI(title="tritonize model server", version="0.1.0", lifespan=lifespan)
     app.add_middleware(_BodyLimit, limit=config.max_body_bytes)
     app.add_middleware(_BearerToken, token=config.token)
+    app.add_exception_handler(RequestValidationError, _validation_error)
 
     @app.get("/health")
     async def health() -> dict:
@@ -300,8 +342,19 @@ async def _convert_events(state: _State, backend: Backend, body: ConvertBody, re
         cancel.set()  # the thread kills its verification in flight and winds down
 
 
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """FastAPI's 422 body (`detail`: one `{type, loc, msg, input}` per problem); an unknown field's message
+    also lists the fields the endpoint takes."""
+    errors = jsonable_encoder(exc.errors())
+    known = KNOWN_FIELDS.get(request.url.path)
+    for error in errors:
+        if error.get("type") == "extra_forbidden" and known:
+            error["msg"] = f"unknown field `{error['loc'][-1]}`; {request.url.path} takes {', '.join(known)}"
+    return JSONResponse({"detail": errors}, status_code=422)
+
+
 class _BodyLimit:
-    """413 for bodies over `limit` bytes, whether announced by Content-Length or streamed."""
+    """413 for bodies over `limit` bytes, whether announced by Content-Length or streamed (chunked)."""
 
     def __init__(self, app, limit: int):
         self.app = app
@@ -310,9 +363,10 @@ class _BodyLimit:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        too_large = _TooLarge(self.limit)
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await _reject(send, 413, f"request body over {self.limit} bytes")
+            return await _reject(send, too_large.status_code, too_large.detail)
         seen = 0
 
         async def limited_receive():
@@ -320,17 +374,22 @@ class _BodyLimit:
             message = await receive()
             seen += len(message.get("body", b""))
             if seen > self.limit:
-                raise _TooLarge
+                raise too_large
             return message
 
         try:
             await self.app(scope, limited_receive, send)
         except _TooLarge:
-            await _reject(send, 413, f"request body over {self.limit} bytes")
+            await _reject(send, too_large.status_code, too_large.detail)
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(HTTPException):
+    """Raised while the body streams in. An HTTPException, so FastAPI answers it as such (413) rather than as a
+    body it could not parse (400); the middleware answers it where FastAPI does not."""
+
+    def __init__(self, limit: int):
+        size = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
+        super().__init__(status_code=413, detail=f"request body over the server's limit of {size}")
 
 
 class _BearerToken:

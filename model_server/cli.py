@@ -9,7 +9,7 @@ from pathlib import Path
 
 from model_server import api
 from verifier import interrupts
-from verifier.cli import EXIT_FAIL, EXIT_PASS, add_device_option, positive_int, usage_error
+from verifier.cli import EXIT_FAIL, EXIT_PASS, add_device_option, add_timeout_option, positive_int, usage_error
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -26,15 +26,32 @@ def _add_convert(subparsers: argparse._SubParsersAction) -> None:
         "it, feed failures back for repair, and write the fastest correct candidate. Exit 0 when a verified "
         "candidate was written, 1 when none was correct, 2 for bad usage or a broken task.",
     )
-    convert.add_argument("task", help="task file defining Model, get_inputs() and get_init_inputs()")
+    convert.add_argument("task", metavar="TASK", help="task file defining Model, get_inputs() and get_init_inputs()")
     _add_shared_options(convert)
-    convert.add_argument("--samples", type=positive_int, default=4, help="candidates per round (default: 4)")
-    convert.add_argument("--rounds", type=positive_int, default=2, help="generate/repair rounds (default: 2)")
-    convert.add_argument("--out", help="where to write the best kernel (default: TASK_triton.py beside the task)")
+    convert.add_argument(
+        "--samples", type=positive_int, default=4, metavar="N", help="candidates per round (default: 4)"
+    )
+    convert.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=2,
+        metavar="R",
+        help="rounds; a repair round runs only when the previous one had failures (default: 2)",
+    )
+    convert.add_argument(
+        "--out", metavar="FILE", help="where to write the best kernel (default: TASK_triton.py beside the task)"
+    )
     convert.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    convert.add_argument("--target-speedup", type=float, help="stop once a candidate is this much faster than eager")
-    convert.add_argument("--deadline", type=float, help="stop starting new work after this many seconds")
-    convert.add_argument("--trials", type=positive_int, default=5, help="input sets per verification (default: 5)")
+    convert.add_argument(
+        "--target-speedup", type=float, metavar="X", help="stop once a candidate is this much faster than eager"
+    )
+    convert.add_argument(
+        "--deadline", type=float, metavar="SECONDS", help="stop starting new work after this many seconds"
+    )
+    convert.add_argument(
+        "--trials", type=positive_int, default=5, metavar="N", help="input sets per verification (default: 5)"
+    )
+    add_timeout_option(convert)
     convert.set_defaults(run=_run_convert)
 
 
@@ -46,13 +63,25 @@ def _add_serve(subparsers: argparse._SubParsersAction) -> None:
         "pass --token (or set TRITONIZE_TOKEN) so requests need `Authorization: Bearer <token>`.",
     )
     _add_shared_options(serve)
-    serve.add_argument("--host", default=api.DEFAULT_HOST, help=f"address to bind (default: {api.DEFAULT_HOST})")
     serve.add_argument(
-        "--port", type=positive_int, default=api.DEFAULT_PORT, help=f"port (default: {api.DEFAULT_PORT})"
+        "--host", default=api.DEFAULT_HOST, metavar="HOST", help=f"address to bind (default: {api.DEFAULT_HOST})"
     )
-    serve.add_argument("--max-conversions", type=positive_int, default=2, help="conversions at once (default: 2)")
-    serve.add_argument("--max-queued", type=int, default=4, help="conversions waiting before 429 (default: 4)")
-    serve.add_argument("--token", default=os.environ.get("TRITONIZE_TOKEN"), help="bearer token to require")
+    serve.add_argument(
+        "--port",
+        type=positive_int,
+        default=api.DEFAULT_PORT,
+        metavar="PORT",
+        help=f"port (default: {api.DEFAULT_PORT})",
+    )
+    serve.add_argument(
+        "--max-conversions", type=positive_int, default=2, metavar="N", help="conversions at once (default: 2)"
+    )
+    serve.add_argument(
+        "--max-queued", type=int, default=4, metavar="N", help="conversions waiting before 429 (default: 4)"
+    )
+    serve.add_argument(
+        "--token", metavar="T", help="bearer token every endpoint but /health requires (default: $TRITONIZE_TOKEN)"
+    )
     serve.set_defaults(run=_run_serve)
 
 
@@ -61,15 +90,37 @@ def _add_shared_options(parser: argparse.ArgumentParser) -> None:
     from model_server.backends import BACKENDS
     from model_server.prompts import PROFILES
 
-    parser.add_argument("--backend", default="inductor", help=f"{' | '.join(BACKENDS)} (default: inductor)")
-    parser.add_argument("--model", help="model directory or hub id (transformers), or model name (openai)")
     parser.add_argument(
-        "--profile", default="autotriton", choices=PROFILES, help="prompt profile (default: autotriton)"
+        "--backend", default="inductor", metavar="NAME", help=f"{', '.join(BACKENDS)} (default: inductor)"
     )
-    parser.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://gpu-box:8000/v1 (openai backend)")
-    parser.add_argument("--tensor-parallel", type=positive_int, default=1, help="GPUs per model (vllm backend)")
+    parser.add_argument(
+        "--model",
+        metavar="M",
+        help="vllm/transformers: a local model directory or hub id; openai: the upstream's model name",
+    )
+    parser.add_argument(
+        "--profile",
+        default="autotriton",
+        choices=PROFILES,
+        metavar="P",
+        help=f"prompt profile for model backends: {', '.join(PROFILES)} (default: autotriton)",
+    )
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="openai: an OpenAI-compatible server, e.g. http://gpu-box:8000/v1 (default: $OPENAI_BASE_URL)",
+    )
+    parser.add_argument(
+        "--tensor-parallel",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="vllm: GPUs the model is split over (default: 1)",
+    )
     add_device_option(parser)
-    parser.add_argument("--workers", type=positive_int, default=2, help="verifications at once (default: 2)")
+    parser.add_argument(
+        "--workers", type=positive_int, default=2, metavar="N", help="verifications at once (default: 2)"
+    )
 
 
 def _backend_config(args: argparse.Namespace):
@@ -95,7 +146,8 @@ def _run_serve(args: argparse.Namespace) -> int:
         return usage_error("serve", f"{exc.name} is missing; install with `pip install 'tritonize[serve]'`")
     from model_server.backends import BackendError
 
-    if args.host not in api.LOOPBACK_HOSTS and not args.token:
+    token = args.token or os.environ.get("TRITONIZE_TOKEN")
+    if args.host not in api.LOOPBACK_HOSTS and not token:
         print(
             f"tritonize serve: warning: {args.host} is reachable from other machines and no --token is set",
             file=sys.stderr,
@@ -103,7 +155,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     config = ServerConfig(
         backend=_backend_config(args),
         workers=args.workers,
-        token=args.token,
+        token=token,
         max_conversions=args.max_conversions,
         max_queued=max(0, args.max_queued),
     )
@@ -120,11 +172,17 @@ def _run_convert(args: argparse.Namespace) -> int:
     from model_server.loop import ConvertError, ConvertOptions, convert
     from verifier.errors import SandboxStartError, TaskError, UsageError
     from verifier.pool import VerifierPool
+    from verifier.verification import check_task_file
 
     task = Path(args.task)
     out = Path(args.out) if args.out else task.with_name(f"{task.stem}_triton.py")
-    if out.exists() and not args.force:
-        return usage_error("convert", f"{out} exists; pass --force to overwrite it or --out to write elsewhere")
+    try:
+        check_task_file(task)
+    except (TaskError, UsageError) as exc:
+        return usage_error("convert", str(exc))
+    problem = _out_problem(out, task, args.force)
+    if problem:
+        return usage_error("convert", problem)
     try:
         options = ConvertOptions.of(args)
         backend = create_backend(_backend_config(args))
@@ -139,11 +197,31 @@ def _run_convert(args: argparse.Namespace) -> int:
     print(_table(outcome.attempts))
     if outcome.best is None:
         print(f"no candidate was correct ({outcome.stopped}); nothing written", file=sys.stderr)
+        for attempt in outcome.attempts:
+            print(f"  round {attempt.round}, candidate {attempt.index}: {attempt.report.message}", file=sys.stderr)
         return EXIT_FAIL
-    out.write_text(outcome.best.source)
     best = outcome.best
+    try:
+        out.write_text(best.source)
+    except OSError as exc:
+        return usage_error("convert", f"cannot write {out}: {exc.strerror or exc}")
     print(f"wrote {out} (round {best.round}, candidate {best.index}: {outcome.why})")
     return EXIT_PASS
+
+
+def _out_problem(out: Path, task: Path, force: bool) -> str | None:
+    """Why the kernel could not be written to `out`, checked before any work starts; None if it can."""
+    if out.is_dir():
+        return f"--out {out} is a directory; give a file path, e.g. {out / f'{task.stem}_triton.py'}"
+    directory = out.parent
+    if not directory.is_dir():
+        missing = "is not a directory" if directory.exists() else "does not exist"
+        return f"cannot write --out {out}: the directory {directory} {missing}"
+    if not os.access(directory, os.W_OK):
+        return f"cannot write --out {out}: the directory {directory} is not writable"
+    if out.exists() and not force:
+        return f"{out} exists; pass --force to overwrite it or --out to write elsewhere"
+    return None
 
 
 def _progress(event: api.Event) -> None:

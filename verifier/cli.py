@@ -10,18 +10,22 @@ running from a checkout) only the verifier's own commands exist, and those of th
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from verifier import interrupts
 from verifier.device import DEVICES
 from verifier.options import POLICIES
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+TOLERANCE_DEFAULT = "by dtype: fp32 1e-4, fp16/bf16 1e-2, fp64 1e-6"
 ENTRY_POINTS = "tritonize.commands"
 ORDER = ("verifier", "model_server", "lsp_server")  # entry point names, down the stack first
 
 AddParser = Callable[[argparse._SubParsersAction], None]
+PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 
 def main(argv: list[str] | None = None, package: AddParser | None = None) -> int:
@@ -48,10 +52,30 @@ def build_parser(parts: list[AddParser]) -> argparse.ArgumentParser:
         prog="tritonize",
         description="Convert PyTorch to Triton kernels that are proven equivalent and measured; audit Triton code.",
     )
+    parser.add_argument("--version", action="version", version=f"tritonize {version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add_parser in parts:
         add_parser(subparsers)
     return parser
+
+
+def version(distribution: str = "tritonize") -> str:
+    """The installed distribution's version; from a checkout that is not installed, pyproject.toml's."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed_version
+
+    try:
+        return installed_version(distribution)
+    except PackageNotFoundError:
+        pass
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        return tomllib.loads(PYPROJECT.read_text())["project"]["version"]
+    except (OSError, tomllib.TOMLDecodeError, KeyError):
+        return "unknown"
 
 
 def installed_parts() -> list[AddParser]:
@@ -77,21 +101,28 @@ def _add_verify(subparsers: argparse._SubParsersAction) -> None:
         "on fresh random inputs, refuse known reward hacks and, on a GPU, time the candidate against PyTorch "
         "eager and torch.compile. Exit 0 if correct, 1 otherwise, 2 for bad usage or a broken task.",
     )
-    verify.add_argument("task", help="task file defining Model, get_inputs() and get_init_inputs()")
-    verify.add_argument("candidate", help="candidate file defining ModelNew")
+    verify.add_argument("task", metavar="TASK", help="task file defining Model, get_inputs() and get_init_inputs()")
+    verify.add_argument("candidate", metavar="CANDIDATE", help="candidate file defining ModelNew")
     verify.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     add_device_option(verify)
-    verify.add_argument("--trials", type=positive_int, default=5, help="random input sets (default: 5)")
-    verify.add_argument("--seed", type=int, help="make the input seeds reproducible (default: unpredictable)")
-    verify.add_argument("--timeout", type=positive_float, default=60.0, help="seconds per run (default: 60)")
+    verify.add_argument("--trials", type=positive_int, default=5, metavar="N", help="random input sets (default: 5)")
     verify.add_argument(
-        "--memory-limit", type=_size, help="resident memory per run, e.g. 4G or 512M (default: 1/4 of RAM)"
+        "--seed", type=int, metavar="S", help="the seed every trial's seed comes from (default: drawn at random)"
     )
-    verify.add_argument("--atol", type=float, help="absolute tolerance (default by dtype: fp32 1e-4, fp16/bf16 1e-2)")
-    verify.add_argument("--rtol", type=float, help="relative tolerance (default by dtype, like --atol)")
+    add_timeout_option(verify)
+    verify.add_argument(
+        "--memory-limit",
+        type=_size,
+        metavar="SIZE",
+        help="resident memory per run, e.g. 4G or 512M (default: 1/4 of RAM)",
+    )
+    verify.add_argument("--atol", type=float, metavar="X", help=f"absolute tolerance (default: {TOLERANCE_DEFAULT})")
+    verify.add_argument("--rtol", type=float, metavar="X", help=f"relative tolerance (default: {TOLERANCE_DEFAULT})")
     verify.add_argument("--no-timing", action="store_true", help="skip GPU timing")
     verify.add_argument("--no-compile-baseline", action="store_true", help="time eager only, not torch.compile")
-    verify.add_argument("--timing-trials", type=positive_int, default=100, help="timed calls (default: 100)")
+    verify.add_argument(
+        "--timing-trials", type=positive_int, default=100, metavar="N", help="timed calls (default: 100)"
+    )
     verify.add_argument(
         "--policy",
         choices=POLICIES,
@@ -152,17 +183,29 @@ def _add_audit(subparsers: argparse._SubParsersAction) -> None:
         "error remains, 2 for bad usage.",
     )
     audit.add_argument("paths", nargs="+", metavar="PATH", help="files, or directories to search for *.py")
-    audit.add_argument("--format", choices=["text", "json", "sarif"], default="text", help="default: text")
     audit.add_argument(
-        "--select", type=_codes, help="rule codes or prefixes to run, comma-separated (e.g. TRI1,TRI201)"
+        "--format", choices=["text", "json", "sarif"], default="text", help="output format (default: text)"
     )
-    audit.add_argument("--ignore", type=_codes, help="rule codes or prefixes to skip, comma-separated")
-    audit.add_argument("--target", help="CUDA target for compile checks, e.g. sm_80 (default: sm_90)")
+    audit.add_argument(
+        "--select",
+        type=_codes,
+        metavar="CODES",
+        help="rule codes or prefixes to run, comma-separated, e.g. TRI1,TRI201 (default: all)",
+    )
+    audit.add_argument("--ignore", type=_codes, metavar="CODES", help="rule codes or prefixes to skip, comma-separated")
+    audit.add_argument("--target", metavar="SM", help="CUDA target for compile checks, e.g. sm_80 (default: sm_90)")
     audit.add_argument(
         "--compile", action=argparse.BooleanOptionalAction, default=None, help="run compile checks (default: on)"
     )
-    audit.add_argument("--compile-timeout", type=positive_float, help="seconds per file for compile checks (120)")
-    audit.add_argument("--time-budget", type=positive_float, help="seconds of static analysis per file (1)")
+    audit.add_argument(
+        "--compile-timeout",
+        type=positive_float,
+        metavar="S",
+        help="seconds per file for compile checks (default: 120)",
+    )
+    audit.add_argument(
+        "--time-budget", type=positive_float, metavar="S", help="seconds of static analysis per file (default: 1)"
+    )
     audit.add_argument(
         "--fix", action="store_true", help="apply the machine-applicable fixes in place, then report what remains"
     )
@@ -194,7 +237,23 @@ def _codes(text: str) -> tuple[str, ...]:
 
 
 def add_device_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--device", choices=DEVICES, default="auto", help="default: auto")
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="auto",
+        help="auto: cuda if a GPU is visible, else cpu, where kernels run in Triton's interpreter (default: auto)",
+    )
+
+
+def add_timeout_option(parser: argparse.ArgumentParser) -> None:
+    """`--timeout SECONDS`, shared by `verify` and `convert`: the limit of one sandboxed run."""
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds per run of the reference or the candidate; a candidate past it is killed (default: 60)",
+    )
 
 
 def usage_error(command: str, message: str) -> int:
@@ -212,8 +271,8 @@ def positive_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return value
 
 

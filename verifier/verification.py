@@ -453,7 +453,7 @@ class Verification:
         }
         result = _read_json(job_dir / RESULT_FILE)
         if outcome.status == "timeout":
-            self._finish("timeout", f"the candidate did not finish within {self.opts.timeout:g} s and was killed")
+            self._finish("timeout", _timeout_message(self.opts.timeout, self.shared.device))
         elif outcome.status == "memory":
             limit = self.opts.memory_limit // 2**20
             self._finish("crashed", f"the candidate exceeded the memory limit of {limit} MiB and was killed")
@@ -515,6 +515,17 @@ def _coverage(measured: object) -> tuple[float | None, list[str], str | None]:
     names = [str(n)[:80] for n in library[:10]] if isinstance(library, list) else []
     missing = None if share is not None else str(measured.get("error") or "no figure came back")[:300]
     return share, names, missing
+
+
+def _timeout_message(seconds: float, device: str) -> str:
+    """The timeout verdict's message: the limit that was hit, and what to do when the candidate is only slow."""
+    killed = f"the candidate did not finish within the {seconds:g} s timeout and was killed"
+    if device == "cpu":
+        return (
+            f"{killed}; on the CPU its kernels run in Triton's interpreter, which is slow at large shapes: raise "
+            "--timeout, shrink the task's get_inputs(), or verify on a GPU (--device cuda)"
+        )
+    return f"{killed}; if it is slow rather than stuck, raise --timeout or shrink the task's get_inputs()"
 
 
 def _failure_verdict(result: dict, candidate: Path) -> tuple[str, str]:

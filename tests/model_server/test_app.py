@@ -98,6 +98,64 @@ def test_bad_requests_name_what_is_wrong(server):
     assert chat.status_code == 404 and "does not generate text" in chat.json()["detail"]
 
 
+def test_our_endpoints_refuse_unknown_fields_and_openai_s_ignore_them(server):
+    verify = httpx.post(f"{server}/v1/verify", headers=AUTH, json={"task": RELU, "candidate": RELU, "trails": 2})
+    assert verify.status_code == 422
+    assert verify.json()["detail"] == [
+        {
+            "type": "extra_forbidden",
+            "loc": ["body", "trails"],
+            "msg": "unknown field `trails`; /v1/verify takes task, candidate, trials, timeout, policy, sanitize",
+            "input": 2,
+        }
+    ]
+    convert = httpx.post(f"{server}/v1/convert", headers=AUTH, json={"task": RELU, "sample": 1, "name": "x"})
+    assert convert.status_code == 422
+    assert [error["loc"] for error in convert.json()["detail"]] == [["body", "sample"], ["body", "name"]]
+    assert convert.json()["detail"][0]["msg"].startswith("unknown field `sample`; /v1/convert takes task, task_name,")
+    openai_extras = {"top_p": 1, "stream": False, "user": "someone", "presence_penalty": 0}
+    chat = httpx.post(
+        f"{server}/v1/chat/completions",
+        headers=AUTH,
+        json={"model": "inductor", "messages": [{"role": "user", "content": "hi", "name": "me"}], **openai_extras},
+    )
+    completion = httpx.post(
+        f"{server}/v1/completions", headers=AUTH, json={"model": "inductor", "prompt": "hi", **openai_extras}
+    )
+    for response in (chat, completion):  # past validation: only the backend's "no text here" refuses them
+        assert response.status_code == 404 and "does not generate text" in response.json()["detail"]
+
+
+def test_a_task_name_that_is_not_an_identifier_is_named(server):
+    for name in ("my-task", "1st", "x" * 65, "", "relu.py"):
+        response = httpx.post(f"{server}/v1/convert", headers=AUTH, json={"task": RELU, "task_name": name})
+        assert response.status_code == 422, name
+        (error,) = response.json()["detail"]
+        assert error["loc"] == ["body", "task_name"] and error["input"] == name
+        assert error["msg"] == (
+            "task_name must be a Python identifier (ASCII letters, digits and underscores, not starting with a "
+            "digit, at most 64 characters): it names the task's module"
+        )
+
+
+def test_a_chunked_body_over_the_limit_gets_413(server):
+    chunks = iter([b" " * 64 * 1024] * 24)  # 1.5 MiB, no Content-Length
+    response = httpx.post(f"{server}/v1/convert", headers={**AUTH, "content-type": "application/json"}, content=chunks)
+    assert response.request.headers["transfer-encoding"] == "chunked"
+    assert response.status_code == 413
+    assert response.json() == {"detail": "request body over the server's limit of 1 MiB"}
+
+
+@pytest.mark.slow
+def test_convert_takes_the_verification_timeout(server):
+    body = {"task": RELU, "task_name": "relu", "trials": 1, "rounds": 1, "timeout": 0.05}
+    with httpx.stream("POST", f"{server}/v1/convert", json=body, headers=AUTH, timeout=300) as response:
+        events = _events(response)
+    candidate = next(e for e in events if e["event"] == "candidate")
+    assert candidate["verdict"] == "timeout"
+    assert candidate["message"].startswith("the candidate did not finish within the 0.05 s timeout and was killed")
+
+
 def test_verify_returns_the_report(server):
     candidate = (FIXTURES / "candidates" / "relu_ok.py").read_text()
     report = httpx.post(

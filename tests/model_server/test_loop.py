@@ -110,6 +110,36 @@ def test_convert_writes_the_verified_kernel_and_never_overwrites(tmp_path):
     assert written.read_text() == "keep me"
 
 
+def test_convert_checks_out_before_anything_runs(tmp_path):
+    task = TASKS / "relu.py"
+    missing = _tritonize("convert", str(task), "--device", "cpu", "--out", str(tmp_path / "missing/x.py"))
+    assert missing.returncode == 2
+    assert missing.stderr == (
+        f"tritonize convert: error: cannot write --out {tmp_path}/missing/x.py: the directory {tmp_path}/missing "
+        "does not exist\n"
+    )
+    directory = _tritonize("convert", str(task), "--device", "cpu", "--out", str(tmp_path))
+    assert directory.returncode == 2
+    assert directory.stderr == (
+        f"tritonize convert: error: --out {tmp_path} is a directory; give a file path, e.g. {tmp_path}/relu_triton.py\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_candidate_past_the_timeout_is_reported_with_what_to_do(tmp_path):
+    out = tmp_path / "relu_triton.py"
+    done = _tritonize("convert", str(TASKS / "relu.py"), "--device", "cpu", "--trials", "1", "--timeout", "0.05",
+                      "--out", str(out))  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert (
+        "  round 1, candidate 1: the candidate did not finish within the 0.05 s timeout and was killed; on the CPU its "
+        "kernels run in Triton's interpreter, which is slow at large shapes: raise --timeout, shrink the task's "
+        "get_inputs(), or verify on a GPU (--device cuda)\n"
+    ) in done.stderr
+    assert not out.exists()
+
+
 def test_convert_names_a_broken_task(tmp_path):
     task = tmp_path / "broken.py"
     task.write_text("import torch\n\nclass Model(torch.nn.Module):\n    pass\n")

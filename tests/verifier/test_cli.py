@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES
+from verifier.cli import version
 
 REQUIRED_KEYS = {
     "verdict", "reward", "violations", "max_abs_error", "max_rel_error", "trials", "device", "isolation", "timing",
@@ -137,3 +138,35 @@ def test_one_command_holds_every_package_s_commands_in_stack_order():
     commands = re.findall(r"^\s{4}(\w+)\s", listed, flags=re.MULTILINE)
     assert commands == ["verify", "audit", "convert", "serve", "lsp"]
     assert tritonize("lsp", "--help").stdout.startswith("usage: tritonize lsp [-h] [--tcp HOST:PORT]")
+
+
+def test_a_candidate_past_the_timeout_is_told_the_limit_and_what_to_do():
+    result = tritonize(
+        "verify", str(FIXTURES / "tasks/add.py"), str(FIXTURES / "zoo/hang_in_kernel.py"), "--device", "cpu",
+        "--trials", "1", "--timeout", "3", "--json",
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report.keys() >= REQUIRED_KEYS
+    assert report["verdict"] == "timeout"
+    assert report["message"] == (
+        "the candidate did not finish within the 3 s timeout and was killed; on the CPU its kernels run in "
+        "Triton's interpreter, which is slow at large shapes: raise --timeout, shrink the task's get_inputs(), "
+        "or verify on a GPU (--device cuda)"
+    )
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "nan", "inf", "soon"])
+def test_a_timeout_that_is_not_a_positive_number_is_named(seconds):
+    result = tritonize("verify", str(FIXTURES / "tasks/add.py"), str(FIXTURES / "candidates/add_ok.py"),
+                       "--timeout", seconds)  # fmt: skip
+    assert result.returncode == 2
+    assert "argument --timeout" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_version_is_the_installed_one_else_pyproject_s():
+    declared = re.search(r'^version = "(.+)"$', ROOT.joinpath("pyproject.toml").read_text(), re.MULTILINE).group(1)
+    result = tritonize("--version")
+    assert result.returncode == 0
+    assert result.stdout == f"tritonize {declared}\n"
+    assert version("tritonize-not-installed-anywhere") == declared
