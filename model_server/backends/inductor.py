@@ -51,7 +51,7 @@ class InductorBackend:
 
     def __init__(self, timeout: float = 600.0, cache: Path | None = None):
         self.timeout = timeout
-        self.cache = cache if cache is not None else cache_dir() / "inductor"
+        self.cache = cache if cache is not None else cache_dir() / "inductor-captures"
 
     def models(self) -> list[str]:
         return ["inductor"]

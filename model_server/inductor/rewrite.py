@@ -206,12 +206,10 @@ class _KernelConverter(ast.NodeTransformer):
     def convert(self, kernel: Kernel) -> str:
         function = self.visit(kernel.function)
         if kernel.tile:
+            _check_block_k(function, kernel.tile["BLOCK_K"])
             constexprs = _constexprs(function)
-            values = {k: v for k, v in kernel.tile.items() if k in TILE_KEYS}
-            if "EVEN_K" in constexprs:
-                values["EVEN_K"] = _even_k(function, kernel.tile["BLOCK_K"])
-            for name, value in values.items():
-                if name in constexprs:
+            for name, value in kernel.tile.items():
+                if name in TILE_KEYS and name in constexprs:
                     constexprs[name].value = ast.Constant(value)
         function.name = kernel.new_name
         function.decorator_list = [ast.parse("triton.jit", mode="eval").body]
@@ -560,11 +558,14 @@ def _retuned_grid(kernel: Kernel, launched: str) -> str:
     return str(tiles(tile["BLOCK_M"], tile["BLOCK_N"]))
 
 
-def _even_k(function: ast.FunctionDef, block_k: int) -> bool:
-    """Whether BLOCK_K divides K, so the template's K loop needs no mask (its EVEN_K)."""
+def _check_block_k(function: ast.FunctionDef, block_k: int) -> None:
+    """Inductor renders a template whose BLOCK_K divides K without masks on its K loop, so a new BLOCK_K must
+    divide K too (and be a power of two, as `tl.arange` needs)."""
     for stmt in function.body:
         if _assigned_name(stmt) == "K" and isinstance(stmt.value, ast.Constant):
-            return stmt.value.value % block_k == 0
+            if stmt.value.value % block_k or block_k & (block_k - 1):
+                raise RewriteError(f"BLOCK_K {block_k} does not divide the template's K of {stmt.value.value}")
+            return
     raise RewriteError("the matmul template has no fixed K to retune")
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 
 from model_server.backends import BackendConfig, BackendError, GenerationRequest, create_backend
@@ -70,3 +73,67 @@ def test_a_task_that_never_finishes_loading_is_stopped_at_the_time_limit(tmp_pat
     task.write_text((TASKS / "relu.py").read_text() + "\nwhile True:\n    pass\n")
     with pytest.raises(BackendError, match="did not finish compiling the task within 3 s"):
         InductorBackend(timeout=3).generate(GenerationRequest(task, 4, "cpu"))
+
+
+@pytest.mark.slow
+def test_a_library_matmul_with_a_train_mode_batchnorm_becomes_a_correct_hybrid(pool, tmp_path):
+    task = TASKS / "linear_batchnorm_train.py"
+    [generated] = InductorBackend(cache=tmp_path / "cache").generate(GenerationRequest(task, 4, "cpu"))
+    assert generated.policy == "hybrid" and "library call" in generated.label
+    assert "torch.addmm(" in generated.source and "self.bn.running_mean" in generated.source
+    candidate = tmp_path / "hybrid.py"
+    candidate.write_text(generated.source)
+    report = pool.verify(task, candidate, trials=2, policy="hybrid")
+    assert report.verdict == "correct" and report.reward == 0.0, report.summary()
+    assert 0.0 < report.coverage < 1.0
+
+
+@pytest.mark.slow
+def test_forward_refuses_shapes_and_scalars_other_than_the_examples(pool, tmp_path):
+    task = tmp_path / "scaled.py"
+    task.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x, s):\n"
+        "        return x * s\n\n\ndef get_inputs():\n    return [torch.randn(8, 16), 2.5]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    [generated] = InductorBackend(cache=tmp_path / "cache").generate(GenerationRequest(task, 1, "cpu"))
+    candidate = tmp_path / "scaled_triton.py"
+    candidate.write_text(generated.source)
+    assert pool.verify(task, candidate, trials=1).passed
+    other_shape = tmp_path / "other_shape.py"
+    other_shape.write_text(task.read_text().replace("torch.randn(8, 16)", "torch.randn(4, 16)"))
+    report = pool.verify(other_shape, candidate, trials=1)
+    assert report.verdict == "runtime_error"
+    assert (
+        "generated for `x` of shape (8, 16), strides (16, 1) and torch.float32, but got shape (4, 16)" in report.message
+    )
+    other_scalar = tmp_path / "other_scalar.py"
+    other_scalar.write_text(task.read_text().replace("2.5]", "3.0]"))
+    report = pool.verify(other_scalar, candidate, trials=1)
+    assert report.verdict == "runtime_error" and "generated for s == 2.5, got 3.0" in report.message
+
+
+@pytest.mark.slow
+def test_a_second_conversion_of_the_same_task_reads_the_cached_capture(tmp_path):
+    backend = InductorBackend(cache=tmp_path / "cache")
+    request = GenerationRequest(TASKS / "relu.py", 1, "cpu")
+    [first] = backend.generate(request)
+    [cached] = list((tmp_path / "cache").glob("*.json"))
+    capture = json.loads(cached.read_text())
+    cached.write_text(json.dumps({**capture, "torch": "from-the-cache"}))
+    [second] = backend.generate(request)
+    assert (
+        "from-the-cache" in second.source and second.source.replace("from-the-cache", capture["torch"]) == first.source
+    )
+
+
+def test_the_deadline_bounds_inductors_compile(tmp_path):
+    task = tmp_path / "spins.py"
+    task.write_text((TASKS / "relu.py").read_text() + "\nwhile True:\n    pass\n")
+    started = time.monotonic()
+    request = GenerationRequest(task, 4, "cpu", deadline=started + 3)
+    with pytest.raises(BackendError, match="did not finish compiling the task within 3 s"):
+        InductorBackend(cache=tmp_path / "cache").generate(request)
+    assert time.monotonic() - started < 20
+    with pytest.raises(BackendError, match="the deadline passed before Inductor could compile the task"):
+        InductorBackend(cache=tmp_path / "cache").generate(GenerationRequest(task, 4, "cpu", deadline=started))

@@ -8,10 +8,14 @@ to refresh them. The slow tests in test_inductor_backend.py run the real Inducto
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 
 import pytest
 
-from tests.model_server.inductor_fixtures import expected_path, fixtures, rewritten
+from model_server.backends.inductor import _plan
+from model_server.inductor.rewrite import GRIDS, Kernel, RewriteError, Variant, _GridSizes, rewrite
+from tests.model_server.inductor_fixtures import FIXTURES, expected_path, fixtures, load, rewritten
 from verifier.audit.engine import audit_source
 from verifier.rules import RULES
 
@@ -39,3 +43,65 @@ def test_every_expected_candidate_parses_and_passes_the_anti_hacking_rules(path)
     ast.parse(source)
     rejected = [f for f in audit_source(source, path.name) if RULES[f.rule].rejects or f.rule.startswith("TRI1")]
     assert rejected == []
+
+
+@pytest.mark.parametrize("path", [p for p in CASES if expected_path(p, refused=False).exists()], ids=lambda p: p.stem)
+def test_every_expected_candidate_is_clean_under_ruffs_default_rules(path):
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--select", "E4,E7,E9,F", "-"],
+        input=expected_path(path, refused=False).read_text(),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout
+
+
+def _cuda_matmul() -> dict[str, dict]:
+    default, _, _ = load(FIXTURES / "matmul_gelu.cuda.json")
+    templates, _, _ = load(FIXTURES / "matmul_gelu.cuda-templates.json")
+    return {"default": default, "templates": templates}
+
+
+def test_a_gpu_matmul_gets_distinct_labelled_variants_with_fallbacks():
+    plan = _plan(_cuda_matmul())
+    labels = [p.variant.label for p in plan]
+    assert len(set(labels)) == len(labels) == 6
+    assert labels[0] == "Inductor max-autotune template, tf32x3, BLOCK 64x128x32, 8 warps, 4 stages"
+    assert labels[2] == "Inductor's default: library call + fused Triton" and plan[2].variant.hybrid
+    ieee = "Inductor max-autotune template, IEEE fp32, BLOCK 64x128x32, 8 warps, 4 stages"
+    assert labels[3] == ieee
+    assert all(p.fallback == ieee for p in plan if p.variant.precision == "tf32x3")
+
+
+def test_tf32x3_and_a_retuned_tile_rewrite_the_template():
+    captures = _cuda_matmul()
+    task = load(FIXTURES / "matmul_gelu.cuda.json")[1]
+    tile = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
+    source = rewrite(captures["templates"], task, "matmul_gelu", Variant("retuned", "tf32x3", tile))
+    assert "input_precision='tf32x3'" in source and "allow_tf32" not in source
+    assert "BLOCK_M: tl.constexpr = 128" in source and "BLOCK_N: tl.constexpr = 128" in source
+    assert "[(256, 1, 1,)](x, y, buf1, num_warps=8, num_stages=3)" in source, "2048x2048 in 128x128 tiles"
+    assert source.startswith('"""Triton kernels for `matmul_gelu`: retuned.')
+
+
+def test_a_tile_whose_block_k_does_not_divide_k_is_refused():
+    captures = _cuda_matmul()
+    task = load(FIXTURES / "matmul_gelu.cuda.json")[1]
+    tile = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 96, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
+    with pytest.raises(RewriteError, match="BLOCK_K 96 does not divide the template's K of 2048"):
+        rewrite(captures["templates"], task, "matmul_gelu", Variant("odd K", tile=tile))
+
+
+def test_a_hybrid_variant_keeps_the_library_call_without_autograd():
+    captures = _cuda_matmul()
+    task = load(FIXTURES / "matmul_gelu.cuda.json")[1]
+    source = rewrite(captures["default"], task, "matmul_gelu", Variant("hybrid", hybrid=True))
+    assert "with torch.no_grad():\n            torch.mm(x, y, out=buf0)" in source
+    assert "a library call and Triton kernels compute" in source
+
+
+@pytest.mark.parametrize(("ynumel", "expected"), [(8 * 65535, ["4", "65535", "1"]), (8 * 65536, ["4", "32768", "2"])])
+def test_the_y_overflow_grid_spills_into_z_as_inductor_launches_it(ynumel, expected):
+    kernel = Kernel("k", "k", ast.parse("def k(a, ynumel, xnumel): pass").body[0], "Grid2DWithYZOverflow", {})
+    sizes = _GridSizes(kernel, ["a", str(ynumel), "1000"], {"XBLOCK": 256, "YBLOCK": 8})
+    assert GRIDS["Grid2DWithYZOverflow"](sizes) == expected

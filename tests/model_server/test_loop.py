@@ -11,9 +11,10 @@ import time
 import pytest
 
 from model_server.backends import BackendError, Generated, GenerationRequest
-from model_server.loop import ConvertError, ConvertOptions, convert
+from model_server.loop import Attempt, ConvertError, ConvertOptions, _choose, convert
 from tests.conftest import FIXTURES
 from verifier.pool import VerifierPool
+from verifier.report import Report
 
 TASKS = FIXTURES / "tasks"
 CANDIDATES = FIXTURES / "candidates"
@@ -183,3 +184,23 @@ def test_reaching_the_target_speedup_stops_before_the_repair_round():
         outcome = convert(TASKS / "relu.py", backend, gpu, options)
     assert outcome.stopped == "target_speedup" and len(backend.requests) == 1
     assert outcome.best is not None and outcome.best.report.timing["speedup_vs_eager"] > 0.01
+
+
+def _attempt(index: int, policy: str, ms: float | None, verdict: str = "correct") -> Attempt:
+    reward = 1.0 if policy == "strict" and verdict == "correct" else 0.0
+    timing = None if ms is None else {"candidate_ms": ms}
+    report = Report(verdict=verdict, reward=reward, policy=policy, timing=timing)
+    return Attempt(1, index, f"source {index}", report, f"variant {index}", policy)
+
+
+def test_an_all_triton_candidate_wins_unless_a_hybrid_is_meaningfully_faster():
+    strict, hybrid = _attempt(1, "strict", 1.00), _attempt(2, "hybrid", 0.97)
+    assert _choose([strict, hybrid]) == (strict, "all Triton; the hybrid candidate is not 1.05x faster")
+    much_faster = _attempt(3, "hybrid", 0.5)
+    best, why = _choose([strict, hybrid, much_faster])
+    assert best is much_faster and why.endswith("2.00x faster than the fastest all-Triton candidate")
+    failed = _attempt(4, "strict", None, verdict="incorrect")
+    best, why = _choose([failed, hybrid])
+    assert best is hybrid and why.endswith("no all-Triton candidate was correct")
+    assert _choose([failed]) == (None, "")
+    assert _choose([_attempt(5, "strict", None)])[1] == "correct", "on the CPU nothing is timed"
