@@ -115,10 +115,13 @@ class InductorBackend:
             except (OSError, json.JSONDecodeError):
                 cached.unlink(missing_ok=True)
         result = self._run_capture(request, mode)
-        self.cache.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(".tmp")
-        partial.write_text(json.dumps(result))
-        partial.replace(cached)
+        try:
+            self.cache.mkdir(parents=True, exist_ok=True)
+            partial = cached.with_suffix(f".{mode}.tmp")
+            partial.write_text(json.dumps(result))
+            partial.replace(cached)
+        except OSError:
+            pass  # an unwritable cache only costs the next conversion a compile
         return result
 
     def _run_capture(self, request: GenerationRequest, mode: str) -> dict:
