@@ -169,15 +169,15 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
     if tile is None:
         return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *hybrid]
     ieee = _Planned("templates", Variant(f"Inductor max-autotune template, IEEE fp32, {_describe(tile)}"))
-    tf32x3 = [_Planned("templates", Variant(f"Inductor max-autotune template, tf32x3, {_describe(tile)}", "tf32x3"))]
-    for other in TF32X3_TILES:
-        if any(other[k] != tile.get(k) for k in other):
-            tf32x3.append(
-                _Planned(
-                    "templates", Variant(f"Inductor max-autotune template, tf32x3, {_describe(other)}", "tf32x3", other)
-                )
-            )
-    tf32x3 = [_Planned(p.mode, p.variant, ieee.variant.label) for p in tf32x3]
+    tiles = [None] + [other for other in TF32X3_TILES if any(other[k] != tile.get(k) for k in other)]
+    tf32x3 = [
+        _Planned(
+            "templates",
+            Variant(f"Inductor max-autotune template, tf32x3, {_describe(other or tile)}", "tf32x3", other),
+            ieee.variant.label,
+        )
+        for other in tiles
+    ]
     return [*tf32x3[:2], *hybrid, ieee, *tf32x3[2:]]
 
 

@@ -350,20 +350,12 @@ def _input_names(stmt: ast.Assign, graph_inputs: list[str]) -> dict[str, str]:
 
 
 def _live_lines(lines: list[str]) -> list[str]:
-    """The launcher's lines without assignments nothing reads (one statement per line)."""
+    """The launcher's lines without assignments nothing reads (each line is one statement)."""
     statements = [ast.parse(line).body[0] for line in lines]
-    live = list(range(len(lines)))
-    while True:
-        read = {
-            n.id
-            for i in live
-            for n in ast.walk(statements[i])
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-        }
-        dead = [i for i in live if _assigned_name(statements[i]) not in (None, *read) and _pure(statements[i].value)]
-        if not dead:
-            return [lines[i] for i in live]
-        live = [i for i in live if i not in dead]
+    launcher = ast.FunctionDef(name="forward", args=ast.arguments(), body=list(statements), decorator_list=[])
+    drop_dead_assignments(launcher)
+    kept = {id(stmt) for stmt in launcher.body}
+    return [line for line, stmt in zip(lines, statements) if id(stmt) in kept]
 
 
 def _flatten_with(body: list[ast.stmt]):
@@ -470,20 +462,20 @@ class _GridSizes:
         size, step = self.numel(numel), self.kwargs.get(block)
         if not step:
             return size
-        return str(-(-int(size) // step)) if size.isdigit() else f"triton.cdiv({size}, {step})"
+        return str(_cdiv(int(size), step)) if size.isdigit() else f"triton.cdiv({size}, {step})"
 
     def literal(self, numel: str, block: str) -> int:
         size, step = self.numel(numel), self.kwargs.get(block) or 1
         if not size.isdigit():
             raise RewriteError(f"kernel `{self.kernel.name}`'s {self.kernel.grid_type} grid needs a fixed `{numel}`")
-        return -(-int(size) // step)
+        return _cdiv(int(size), step)
 
 
 def _y_overflow_grid(sizes: _GridSizes) -> list[str]:
     """y blocks beyond CUDA's y limit spill into z, as Inductor's Grid2DWithYZOverflow launches them."""
     y_blocks = sizes.literal("ynumel", "YBLOCK")
-    z = -(-y_blocks // MAX_Y_GRID)
-    y = 0 if z == 0 else -(-y_blocks // z)
+    z = _cdiv(y_blocks, MAX_Y_GRID)
+    y = 0 if z == 0 else _cdiv(y_blocks, z)
     return [sizes.blocks("xnumel", "XBLOCK"), str(y), str(z)]
 
 
@@ -540,17 +532,13 @@ def _constexprs(function: ast.FunctionDef) -> dict[str, ast.AnnAssign]:
 def _retuned_grid(kernel: Kernel, launched: str) -> str:
     """The program count of a retuned matmul template: one program per BLOCK_M x BLOCK_N output tile. The
     launched count must be that of Inductor's tile, else the template is not one this knows how to retune."""
-    sizes = {}
-    for stmt in kernel.function.body:
-        name = _assigned_name(stmt)
-        if name in ("M", "N") and isinstance(stmt.value, ast.Constant):
-            sizes[name] = stmt.value.value
+    sizes = _fixed_sizes(kernel.function)
     constexprs = kernel.template_launch["inductor_tile"]
-    if set(sizes) != {"M", "N"} or not launched.isdigit():
+    if not {"M", "N"} <= sizes.keys() or not launched.isdigit():
         raise RewriteError(f"template `{kernel.name}` has no fixed M and N to retune")
 
     def tiles(block_m: int, block_n: int) -> int:
-        return -(-sizes["M"] // block_m) * -(-sizes["N"] // block_n)
+        return _cdiv(sizes["M"], block_m) * _cdiv(sizes["N"], block_n)
 
     if tiles(constexprs["BLOCK_M"], constexprs["BLOCK_N"]) != int(launched):
         raise RewriteError(f"template `{kernel.name}` does not launch one program per output tile")
@@ -561,12 +549,24 @@ def _retuned_grid(kernel: Kernel, launched: str) -> str:
 def _check_block_k(function: ast.FunctionDef, block_k: int) -> None:
     """Inductor renders a template whose BLOCK_K divides K without masks on its K loop, so a new BLOCK_K must
     divide K too (and be a power of two, as `tl.arange` needs)."""
-    for stmt in function.body:
-        if _assigned_name(stmt) == "K" and isinstance(stmt.value, ast.Constant):
-            if stmt.value.value % block_k or block_k & (block_k - 1):
-                raise RewriteError(f"BLOCK_K {block_k} does not divide the template's K of {stmt.value.value}")
-            return
-    raise RewriteError("the matmul template has no fixed K to retune")
+    k = _fixed_sizes(function).get("K")
+    if k is None:
+        raise RewriteError("the matmul template has no fixed K to retune")
+    if k % block_k or block_k & (block_k - 1):
+        raise RewriteError(f"BLOCK_K {block_k} does not divide the template's K of {k}")
+
+
+def _fixed_sizes(function: ast.FunctionDef) -> dict[str, int]:
+    """The matmul sizes a template kernel has as literals (`M = 2048`, `N = ...`, `K = ...`)."""
+    return {
+        name: stmt.value.value
+        for stmt in function.body
+        if (name := _assigned_name(stmt)) in ("M", "N", "K") and isinstance(stmt.value, ast.Constant)
+    }
+
+
+def _cdiv(size: int, step: int) -> int:
+    return -(-size // step)
 
 
 def _return(stmt: ast.Return, output: dict) -> str:
