@@ -71,6 +71,7 @@ def _convert(path: Path, backend, pool: VerifierPool, options: ConvertOptions) -
             "policy": a.policy,
             "verdict": a.report.verdict,
             "message": a.report.message[:2000],
+            "phases": a.report.phases,
             **(a.report.timing or {}),
         }
         for a in outcome.attempts

@@ -16,3 +16,9 @@ def cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base, "tritonize")
+
+
+def inductor_cache_dir() -> Path:
+    """Inductor's compile cache shared by trusted compiles of the user's tasks (the verifier's torch.compile
+    baseline, the inductor backend's captures), so the same graph compiles once (not created here)."""
+    return cache_dir() / "inductor"

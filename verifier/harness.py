@@ -3,7 +3,9 @@
 Every process makes each trial's inputs itself, from the trial's seed, on the device (`trial_inputs`): a
 6 GiB input never crosses a process boundary. The candidate's job streams its outputs through the slot's
 `channel.Channel`; the reference side's job, which the candidate never touches, computes the task's output
-for the same call and compares the two chunk by chunk on the device (`compare.LeafCheck`). The candidate's
+for the same call and compares the two chunk by chunk on the device (`compare.LeafCheck`); where the outputs
+miss only on the size of their errors, it runs the task again in float64 for a second opinion
+(`compare.against_exact`). Every job computes fp32 in full fp32 (`full_precision`). The candidate's
 job also records what only it can see, as the runtime rules TRI351-TRI358 of `rules.py`: how many Triton
 kernels launched and on which streams, threads started, inputs changed, outputs that are not plain tensors
 or that alias an earlier call's output, timers or hooks that were replaced, and writes outside the buffers
@@ -12,6 +14,7 @@ or that alias an earlier call's output, timers or hooks that were replaced, and 
 
 from __future__ import annotations
 
+import copy
 import gc
 import importlib.util
 import json
@@ -23,6 +26,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import ModuleType
 from typing import NoReturn
 
@@ -56,6 +60,9 @@ TASK_INPUTS_MODULE = "tritonize_task_inputs"
 READY_TIMEOUT = 600.0
 FINGERPRINT_MODULUS = 65521
 GC_AFTER_BYTES = 64 * 2**20
+EXACT_OUTPUT_BYTES = 2**30
+EXACT_INPUT_BYTES = 2 * 2**30
+EXACT_MODEL_BYTES = 2 * 2**30
 UNTRUSTED_FRAME_ERRORS = (ValueError, TypeError, KeyError, IndexError, RecursionError, OverflowError, RuntimeError)
 
 
@@ -92,6 +99,7 @@ def run_job(job: Job) -> None:
         "sanitized_candidate": sanitized_candidate,
     }
     started = time.perf_counter()
+    full_precision()
     if job["device"] == "cpu":
         _autotune_without_timing()
     try:
@@ -112,7 +120,6 @@ def run_reference(job: Job) -> ReferenceResult:
     """For each call: the task's output on the call's inputs, compared with what the candidate streams."""
     device = torch.device(job["device"])
     channel = _channel(job, device)
-    _full_precision()
     module = _stage("import", job["source"], lambda: load_module(job["source"], job["module_name"]))
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
@@ -131,9 +138,14 @@ def run_reference(job: Job) -> ReferenceResult:
             structure, ref_leaves = flatten(output)
             channel.mark_ready()
             try:
-                check, fingerprint = _receive_call(channel, call["label"], structure, ref_leaves, job, device, deadline)
+                check, fingerprint, missed = _receive_call(
+                    channel, call["label"], structure, ref_leaves, job, device, deadline
+                )
             except UNTRUSTED_FRAME_ERRORS as exc:  # what the candidate's side sent does not make sense
                 raise ChannelClosed(f"{type(exc).__name__}: {exc}") from exc
+            if missed:
+                check.merge(_second_opinion(missed, model, module, call["seed"], device))
+            del missed
             comparison.merge(check)
             ref_fingerprint = _fingerprint_leaves(ref_leaves, channel.slot_bytes)
             previous = fingerprints[-1] if fingerprints else None
@@ -155,6 +167,7 @@ def run_reference(job: Job) -> ReferenceResult:
             "max_rel_error": comparison.max_rel_error,
             "problems": comparison.problems,
             "tolerance": comparison.tolerance,
+            "notes": comparison.notes,
         },
         "repeated": repeated,
     }
@@ -162,8 +175,10 @@ def run_reference(job: Job) -> ReferenceResult:
 
 def _receive_call(
     channel: Channel, label: str, structure: object, ref_leaves: list, job: Job, device: torch.device, deadline: float
-) -> tuple[compare.Comparison, int | None]:
-    """Read one call's frames from the candidate and compare them; the fingerprint of the bytes it sent."""
+) -> tuple[compare.Comparison, int | None, list[Missed]]:
+    """Read one call's frames from the candidate and compare them: the comparison, the fingerprint of the bytes
+    it sent, and the leaves that missed only on the size of their errors (kept for a second opinion, left out
+    of the comparison)."""
     header = channel.receive_json(deadline)
     if not isinstance(header, dict) or not isinstance(header.get("leaves"), list):
         raise ChannelClosed("a malformed frame header")
@@ -175,7 +190,8 @@ def _receive_call(
             ref_described, [c if isinstance(c, dict) else {} for c in cand_leaves]
         )
     limit = 4 * sum(_nbytes(x) for x in ref_leaves) + 2**30
-    fingerprint = 0
+    keep = _exact_possible(ref_leaves) and not result.problems
+    fingerprint, missed = 0, []
     for index, cand in enumerate(cand_leaves):
         ref = ref_leaves[index] if index < len(ref_leaves) else None
         name = label if len(ref_leaves) == 1 else f"{label}, output {index}"
@@ -196,17 +212,78 @@ def _receive_call(
         )
         usable = check is not None and not result.problems and check.admits(cand["dtype"], cand["shape"])
         element = ref.element_size() if isinstance(ref, torch.Tensor) else 1
+        kept = torch.empty_like(ref).reshape(-1) if usable and keep and check.floating else None
         offset = 0
         for chunk in channel.receive_bytes(size, device, deadline):
             fingerprint = (fingerprint * 1000003 + _fingerprint(chunk)) % 2**61
             if usable:
-                check.add(offset // element, chunk.view(ref.dtype))
+                values = chunk.view(ref.dtype)
+                check.add(offset // element, values)
+                if kept is not None:
+                    kept[offset // element : offset // element + values.numel()] = values
             offset += chunk.numel()
         if check is not None and not result.problems:
-            result.merge(check.finish())
+            finished = check.finish()
+            if check.near_miss and kept is not None:
+                missed.append(Missed(index, check, finished, kept))
+            else:
+                result.merge(finished)
     if len(cand_leaves) != len(ref_leaves) and not result.problems:
         result.problems.append(f"{label}: {len(cand_leaves)} outputs, expected {len(ref_leaves)}")
-    return result, fingerprint
+    if result.problems:
+        for leaf in missed:
+            result.merge(leaf.comparison)
+        missed = []
+    return result, fingerprint, missed
+
+
+@dataclass
+class Missed:
+    """One output leaf the candidate got right but for the size of its errors, with the values it sent."""
+
+    index: int
+    check: compare.LeafCheck
+    comparison: compare.Comparison
+    values: torch.Tensor
+
+
+def _exact_possible(ref_leaves: list) -> bool:
+    """Whether a call's outputs are small enough to keep the candidate's copy for a float64 second opinion."""
+    return sum(_nbytes(x) for x in ref_leaves) <= EXACT_OUTPUT_BYTES
+
+
+def _second_opinion(
+    missed: list[Missed], model: torch.nn.Module, module: ModuleType, seed: int, device: torch.device
+) -> compare.Comparison:
+    """The missed leaves judged against the task's float64 output on the same inputs (`compare.against_exact`);
+    where the task cannot run in float64 (too large, an op without float64, a fault) the misses stand."""
+    result = compare.Comparison()
+    exact = _float64_outputs(model, module, seed, device)
+    for leaf in missed:
+        if exact is None or leaf.index >= len(exact):
+            result.merge(leaf.comparison)
+        else:
+            result.merge(compare.against_exact(leaf.comparison, leaf.check, leaf.values, exact[leaf.index]))
+    return result
+
+
+def _float64_outputs(model: torch.nn.Module, module: ModuleType, seed: int, device: torch.device) -> list | None:
+    """The task's outputs in float64 (a copy of the model, the call's inputs widened), or None where that is
+    not possible within `EXACT_INPUT_BYTES` and `EXACT_MODEL_BYTES` or fails."""
+    state = sum(_nbytes(t) for t in (*model.parameters(), *model.buffers()))
+    if state > EXACT_MODEL_BYTES:
+        return None
+    try:
+        inputs = trial_inputs(module, seed, device)
+        if sum(_nbytes(x) for x in inputs) > EXACT_INPUT_BYTES:
+            return None
+        wide = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+        del inputs
+        with torch.no_grad():
+            output = copy.deepcopy(model).double()(*wide)
+        return flatten(output)[1]
+    except Exception:  # an op with no float64 kernel, memory: the fp32 verdict stands
+        return None
 
 
 def time_reference(job: Job) -> TimedReference:
@@ -498,10 +575,12 @@ def _walk(obj: object, leaves: list) -> object:
     return {"kind": "leaf", "index": len(leaves) - 1}
 
 
-def _full_precision() -> None:
-    """The reference's fp32 is real fp32: PyTorch lets cuDNN run fp32 convolutions on TF32 tensor cores by
-    default (about 1e-3 relative error), which no accurate kernel could match within the fp32 tolerance. Set
-    before the task is imported, so a task that chooses its own precision still does."""
+def full_precision() -> None:
+    """fp32 is real fp32 in every job: PyTorch lets cuDNN run fp32 convolutions on TF32 tensor cores by default
+    (about 1e-3 relative error). The reference would then be too coarse for any accurate kernel to match, a
+    hybrid candidate's library call would miss the tolerance, and the eager and compile baselines would be
+    timed at a precision the candidate may not use. Set before anything is imported, so a task or candidate
+    that chooses its own precision still does (and is judged by its error)."""
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
 

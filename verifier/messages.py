@@ -125,6 +125,7 @@ class ComparisonResult(TypedDict):
     max_rel_error: float | None
     problems: list[str]
     tolerance: dict
+    notes: list[str]  # leaves that passed on the float64 second opinion
 
 
 class ReferenceResult(TypedDict):

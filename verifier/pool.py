@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from verifier.cache import cache_dir
+from verifier.cache import inductor_cache_dir
 from verifier.device import resolve_device
 from verifier.errors import Cancelled
 from verifier.options import VerifyOptions
@@ -34,7 +34,7 @@ class VerifierPool:
         self.isolate = isolate
         self._base = Path(tempfile.mkdtemp(prefix="tritonize-"))
         os.chmod(self._base, 0o700)
-        inductor_cache = cache_dir() / "inductor"
+        inductor_cache = inductor_cache_dir()
         inductor_cache.mkdir(parents=True, exist_ok=True)
         self._slots = [Slot(i, self._base, self.device, isolate, inductor_cache) for i in range(max(1, size))]
         self._free: queue.Queue[Slot] = queue.Queue()

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 
@@ -117,15 +118,16 @@ class Finished:
     exceeded: str | None = None
 
 
-def run_limited(command: list[str], limits: Limits, **popen: object) -> Finished:
+def run_limited(command: list[str], limits: Limits, stop: threading.Event | None = None, **popen: object) -> Finished:
     """Run a one-shot command (already prefixed with `launch_prefix`) under `limits`: its whole process tree is
-    measured from outside and killed when it runs out of time or memory."""
+    measured from outside and killed when it runs out of time or memory, or when `stop` is set (`exceeded` is
+    then "stopped")."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, **popen)
         meter, exceeded = Meter(process.pid, limits, include_root=True), None
         try:
             while process.poll() is None:
-                exceeded = meter.exceeded()
+                exceeded = "stopped" if stop is not None and stop.is_set() else meter.exceeded()
                 if exceeded is not None:
                     break
                 time.sleep(POLL_SECONDS)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
@@ -12,11 +14,15 @@ from pathlib import Path
 
 from model_server.backends.base import BackendError, Generated, GenerationRequest
 from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, rewrite, uses_library
-from verifier.cache import cache_dir
+from verifier.cache import cache_dir, inductor_cache_dir
 from verifier.sandbox import Limits, default_memory_limit, launch_prefix, run_limited
 
-CAPTURE_FORMAT = 2  # bump when what `capture` records changes, so cached captures are made again
+CAPTURE_FORMAT = 3  # bump when what `capture` records changes, so cached captures are made again
 MODES = {"default": [], "templates": ["--templates"]}
+# Inductor compiles in a pool of 16 worker processes by default: for the few kernels of a default-mode compile,
+# starting and stopping that pool costs more than it saves (H100 box, 2026-11-23: 30 s -> 19 s per capture);
+# a max-autotune compile, which builds a dozen template configurations, needs it (43 s -> 68 s without).
+SERIAL_COMPILE = {"default"}
 # Tiles tried for fp32 matmul templates at tf32x3 precision, besides the one Inductor's autotuner chose for
 # IEEE fp32: tf32x3 does three tensor-core products per step, so its best tile differs.
 TF32X3_TILES = (
@@ -95,18 +101,24 @@ class InductorBackend:
     # ------------------------------------------------------------ captures
 
     def _captures(self, request: GenerationRequest) -> dict[str, dict]:
-        """Inductor's output for each mode this device has, run in parallel, each from the cache if it is there."""
+        """Inductor's output for each mode this device has, run in parallel, each from the cache if it is there.
+        The templates compile is stopped as soon as the default one shows no library call (it would only hold
+        CPUs and GPU memory that verification needs)."""
         modes = ["default", "templates"] if request.device == "cuda" else ["default"]
         task_source = request.task.read_bytes()
+        unneeded = threading.Event()
         with ThreadPoolExecutor(max_workers=len(modes)) as pool:
-            results = pool.map(lambda mode: self._capture(request, task_source, mode), modes)
-            captures = dict(zip(modes, results))
+            running = {mode: pool.submit(self._capture, request, task_source, mode, unneeded) for mode in modes}
+            default = running["default"].result()
+            if "error" not in default and not uses_library(default):
+                unneeded.set()
+            captures = {mode: future.result() for mode, future in running.items()}
         if all("error" in c for c in captures.values()):
             reasons = "; ".join(c["error"] for c in captures.values())
             raise BackendError(f"the inductor backend cannot convert {request.task.name}: {reasons}")
         return captures
 
-    def _capture(self, request: GenerationRequest, task_source: bytes, mode: str) -> dict:
+    def _capture(self, request: GenerationRequest, task_source: bytes, mode: str, unneeded: threading.Event) -> dict:
         key = _cache_key(task_source, request.device, mode)
         cached = self.cache / f"{key}.json"
         if cached.exists():
@@ -114,7 +126,9 @@ class InductorBackend:
                 return json.loads(cached.read_text())
             except (OSError, json.JSONDecodeError):
                 cached.unlink(missing_ok=True)
-        result = self._run_capture(request, mode)
+        result = self._run_capture(request, mode, None if mode == "default" else unneeded)
+        if result.get("stopped"):
+            return result
         try:
             self.cache.mkdir(parents=True, exist_ok=True)
             partial = cached.with_suffix(f".{mode}.tmp")
@@ -124,9 +138,11 @@ class InductorBackend:
             pass  # an unwritable cache only costs the next conversion a compile
         return result
 
-    def _run_capture(self, request: GenerationRequest, mode: str) -> dict:
+    def _run_capture(self, request: GenerationRequest, mode: str, stop: threading.Event | None) -> dict:
         """Run `model_server.inductor.capture` in the sandbox: its JSON, or {"error": ...} when Inductor cannot
-        compile the task that way. Running out of time or memory is a BackendError (not cached)."""
+        compile the task that way (with "stopped" when `stop` ended it first). Running out of time or memory is
+        a BackendError (not cached). Inductor's own cache is the verifier's, so the torch.compile baseline of
+        the same task finds the default-mode graph compiled."""
         seconds = request.seconds_left(self.timeout)
         if seconds < 1:
             raise BackendError("the deadline passed before Inductor could compile the task")
@@ -134,7 +150,14 @@ class InductorBackend:
         command = [*prefix, sys.executable, "-m", "model_server.inductor.capture", str(request.task)]
         command += ["--device", request.device, *MODES[mode]]
         limits = Limits(seconds, default_memory_limit())
-        done = run_limited(command, limits)
+        cache = inductor_cache_dir()
+        cache.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache)}
+        if mode in SERIAL_COMPILE:
+            env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+        done = run_limited(command, limits, stop, env=env)
+        if done.exceeded == "stopped":
+            return {"error": "not needed: Inductor's default kernels make no library call", "stopped": True}
         if done.exceeded == "timeout":
             raise BackendError(f"Inductor did not finish compiling the task within {seconds:.0f} s")
         if done.exceeded == "memory":

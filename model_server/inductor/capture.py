@@ -16,6 +16,7 @@ import inspect
 import json
 import re
 import sys
+import time
 from pathlib import Path
 from unittest import mock
 
@@ -47,25 +48,31 @@ def main(argv: list[str] | None = None) -> int:
 
 def capture(task: Path, device: str, templates: bool) -> dict:
     """Wrapper code, kernel configurations, graph inputs, output structure and the scalar arguments Inductor
-    baked into the code, of one compiled task (the model in training mode, as the verifier runs it)."""
+    baked into the code, of one compiled task (the model in training mode, as the verifier runs it); and how
+    long the imports, the task (its model and inputs, made on the device, and an eager call) and the compile
+    took."""
+    started = time.perf_counter()
     import torch
     import torch._inductor.config as inductor_config
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.graph import GraphLowering
     from torch._inductor.runtime import triton_helpers
 
-    from verifier.harness import flatten, load_module, seed_everything
+    from verifier.harness import flatten, full_precision, load_module, seed_everything
 
+    full_precision()
     if device == "cpu":
         inductor_config.cpu_backend = "triton"
         _install_stand_in_driver()
     if templates:
         inductor_config.max_autotune_gemm = True
         inductor_config.max_autotune_gemm_backends = "TRITON"
+    imported = time.perf_counter()
     module = load_module(str(task), "task")
     seed_everything(0)
-    model = module.Model(*module.get_init_inputs()).to(device)
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+    with torch.device(device):  # made where they are used: a 6 GiB input costs seconds to draw on the CPU
+        model = module.Model(*module.get_init_inputs()).to(device)
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
     with torch.no_grad():
         structure, leaves = flatten(model(*inputs))
     if not all(isinstance(leaf, torch.Tensor) for leaf in leaves):
@@ -84,6 +91,7 @@ def capture(task: Path, device: str, templates: bool) -> dict:
         if device == "cpu":
             raise _Captured
 
+    ready = time.perf_counter()
     torch._dynamo.reset()
     compiled = torch.compile(model, backend=backend, fullgraph=True)
     with mock.patch.object(GraphLowering, "save_output_code", save_output_code, create=True):
@@ -111,6 +119,11 @@ def capture(task: Path, device: str, templates: bool) -> dict:
         "helpers": Path(triton_helpers.__file__).read_text(),
         "device": device,
         "torch": torch.__version__,
+        "seconds": {
+            "imports": round(imported - started, 2),
+            "task": round(ready - imported, 2),
+            "compile": round(time.perf_counter() - ready, 2),
+        },
     }
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from model_server.backends import BackendConfig, BackendError, GenerationRequest, create_backend
 from model_server.backends.inductor import InductorBackend
+from model_server.loop import ConvertOptions, convert
 from tests.conftest import FIXTURES
 from verifier.audit.anti_hacking import check_candidate
 from verifier.pool import VerifierPool
@@ -137,3 +138,29 @@ def test_the_deadline_bounds_inductors_compile(tmp_path):
     assert time.monotonic() - started < 20
     with pytest.raises(BackendError, match="the deadline passed before Inductor could compile the task"):
         InductorBackend(cache=tmp_path / "cache").generate(GenerationRequest(task, 4, "cpu", deadline=started))
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_templates_compile_is_stopped_when_the_default_kernels_call_no_library(tmp_path):
+    backend = InductorBackend(cache=tmp_path)
+    captures = backend._captures(GenerationRequest(TASKS / "relu.py", 4, "cuda"))
+    assert "error" not in captures["default"] and captures["templates"].get("stopped")
+    assert len(list(tmp_path.glob("*.json"))) == 1  # the stopped compile is not cached as a failure
+    assert set(captures["default"]["seconds"]) == {"imports", "task", "compile"}
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_on_a_gpu_a_long_k_matmul_converts_to_an_all_triton_tf32x3_template(tmp_path):
+    """Its tf32x3 templates add in another order (and more exactly) than cuBLAS: they miss the fp32 tolerance
+    where outputs cancel, and verify on the float64 second opinion; the fastest template is chosen."""
+    task = FIXTURES / "gpu" / "matmul_long_k.py"
+    options = ConvertOptions(samples=4, rounds=1, trials=2)
+    with VerifierPool(size=2, device="cuda") as gpu:
+        outcome = convert(task, InductorBackend(cache=tmp_path), gpu, options)
+    verdicts = {a.label: (a.report.verdict, a.report.message) for a in outcome.attempts}
+    tf32x3 = [a for a in outcome.attempts if "tf32x3" in a.label]
+    assert len(tf32x3) == 3 and all(a.report.verdict == "correct" for a in tf32x3), verdicts
+    assert all("against the float64 answer" in a.report.message for a in tf32x3), verdicts
+    assert outcome.best is not None and outcome.best.policy == "strict" and outcome.best.report.reward == 1.0
+    assert "template" in outcome.best.label

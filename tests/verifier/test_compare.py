@@ -1,4 +1,5 @@
-"""Output comparison: tolerances by dtype, NaN/Inf placement, the constant-output and scale guards."""
+"""Output comparison: tolerances by dtype, NaN/Inf placement, the constant-output and scale guards, and the
+float64 second opinion on near misses."""
 
 from __future__ import annotations
 
@@ -6,7 +7,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.compare import LeafCheck, compare_devices, compare_outputs, compare_structure, tolerance_for
+from verifier.compare import (
+    Comparison,
+    LeafCheck,
+    against_exact,
+    compare_devices,
+    compare_outputs,
+    compare_structure,
+    tolerance_for,
+)
 
 
 def test_default_tolerances_follow_dtype_and_overrides_win():
@@ -141,3 +150,49 @@ def test_a_leaf_whose_values_did_not_all_arrive_fails():
     check = LeafCheck(torch.ones(10), "trial 1")
     check.add(0, torch.ones(6))
     assert check.finish().problems == ["trial 1: 6 of 10 values arrived"]
+
+
+def _near_miss(ref: torch.Tensor, cand: torch.Tensor) -> tuple[LeafCheck, Comparison]:
+    check = LeafCheck(ref, "out")
+    check.add(0, cand.reshape(-1))
+    missed = check.finish()
+    assert check.near_miss and missed.problems, "the fp32 comparison must miss for the second opinion to matter"
+    return check, missed
+
+
+def test_a_candidate_as_far_from_the_exact_answer_as_the_reference_passes_the_second_opinion():
+    gen = torch.Generator().manual_seed(0)
+    exact = torch.randn(1 << 18, generator=gen, dtype=torch.float64) * 64
+    ref = (exact + 1e-3 * torch.randn(exact.shape, generator=gen, dtype=torch.float64)).float()
+    cand = (exact + 1e-3 * torch.randn(exact.shape, generator=gen, dtype=torch.float64)).float()
+    check, missed = _near_miss(ref, cand)
+    judged = against_exact(missed, check, cand, exact)
+    assert judged.passed and judged.max_abs_error == missed.max_abs_error
+    assert "as accurate as the reference" in judged.notes[0] and judged.tolerance["exact_allowance"] == 4.0
+
+
+def test_a_candidate_ten_times_less_accurate_than_the_reference_fails_the_second_opinion():
+    gen = torch.Generator().manual_seed(1)
+    exact = torch.randn(1 << 18, generator=gen, dtype=torch.float64) * 64
+    ref = (exact + 1e-3 * torch.randn(exact.shape, generator=gen, dtype=torch.float64)).float()
+    cand = (exact + 1e-2 * torch.randn(exact.shape, generator=gen, dtype=torch.float64)).float()
+    check, missed = _near_miss(ref, cand)
+    judged = against_exact(missed, check, cand, exact)
+    assert not judged.passed and not judged.notes
+    assert "values outside atol" in judged.problems[0] and "at most 4x that is allowed" in judged.problems[0]
+
+
+def test_a_precision_downgrade_of_a_long_dot_product_fails_the_second_opinion():
+    gen = torch.Generator().manual_seed(2)
+    a, b = torch.randn(64, 4096, generator=gen), torch.randn(4096, 64, generator=gen)
+    cand = a.to(torch.bfloat16).float() @ b.to(torch.bfloat16).float()
+    check, missed = _near_miss(a @ b, cand)
+    assert not against_exact(missed, check, cand, a.double() @ b.double()).passed
+
+
+def test_the_second_opinion_stands_aside_where_the_exact_answer_cannot_judge():
+    ref = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    cand = ref + 0.5
+    check, missed = _near_miss(ref, cand)
+    for exact in (torch.zeros(3, dtype=torch.float64), torch.tensor([1.0, float("inf"), 3.0, 4.0]).double(), None):
+        assert against_exact(missed, check, cand, exact) is missed

@@ -12,7 +12,7 @@ import weakref
 import torch
 
 from tests.conftest import FIXTURES
-from verifier import harness
+from verifier import VerifierPool, harness
 
 # Run in a child process: `run_candidate` installs the watch's hooks (thread starts, launches) for good, as it
 # may in the sandbox, and they must not leak into this test process.
@@ -115,3 +115,21 @@ def test_a_candidates_reference_cycles_do_not_keep_earlier_calls_outputs_alive(t
     assert outputs == 7  # 6 compared calls and the coverage call
     # Only the coverage call's output may still wait in its cycle: nothing collects after that last call.
     assert alive <= 1, f"{alive} of {outputs} outputs still alive"
+
+
+EXACT = FIXTURES / "exact"
+
+
+def test_a_kernel_more_exact_than_the_fp32_reference_is_judged_against_float64():
+    """The task's fp32 result is up to 4 off the exact answer; a kernel that computes in float64 misses it by that
+    much, and passes only because the harness runs the task again in float64 and finds the kernel exact."""
+    with VerifierPool(size=1, device="cpu") as pool:
+        exact = pool.verify(EXACT / "offset_roundtrip.py", EXACT / "offset_roundtrip_float64.py", trials=2)
+        biased = pool.verify(EXACT / "offset_roundtrip.py", EXACT / "offset_roundtrip_biased.py", trials=2)
+    assert exact.verdict == "correct" and exact.reward == 1.0, exact.message
+    assert exact.max_abs_error > 1.0  # its distance from the fp32 reference, as measured
+    assert "trial 1: missed the fp32 tolerance, but against the float64 answer it is off by up to 0 " in exact.message
+    assert "(likewise 2 more times)" in exact.message  # trial 2 and the enable_grad call
+    assert biased.verdict == "incorrect" and biased.reward == 0
+    assert "against the float64 answer it is off by up to 10" in biased.message
+    assert "at most 4x that is allowed" in biased.message

@@ -11,6 +11,7 @@ import os
 import socket
 import tempfile
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -137,3 +138,32 @@ def _processes_with_argument(argument: str) -> list[int]:
             if argument.encode() in cmdline:
                 found.append(int(entry))
     return found
+
+
+def test_a_one_shot_command_is_stopped_with_its_children_when_asked():
+    """`run_limited` (what the inductor backend's captures run under) ends a whole tree on request, at once."""
+    stop = threading.Event()
+    marker = f"{60 + uuid.uuid4().int % 1000 / 1000:.3f}"  # a sleep no other process runs
+    script = (
+        f"import subprocess, time; subprocess.Popen(['sleep', '{marker}']); print('started', flush=True); "
+        "time.sleep(60)"
+    )
+    command = [*sandbox.launch_prefix(isolate=True)[0], "python3", "-c", script]
+    threading.Timer(1.0, stop.set).start()
+    started = time.monotonic()
+    done = sandbox.run_limited(command, sandbox.Limits(30, 2 * 1024**3), stop)
+    assert done.exceeded == "stopped" and done.returncode is None
+    assert time.monotonic() - started < 10
+    assert done.stdout.strip() == "started"
+    assert not [p for p in Path("/proc").glob("[0-9]*") if marker in _cmdline(p)]
+
+
+def _cmdline(proc: Path) -> str:
+    with contextlib.suppress(OSError):
+        return proc.joinpath("cmdline").read_bytes().decode(errors="replace")
+    return ""
+
+
+def test_a_one_shot_command_past_its_time_is_killed():
+    done = sandbox.run_limited(["sleep", "60"], sandbox.Limits(0.5, 2 * 1024**3))
+    assert done.exceeded == "timeout" and done.returncode is None
