@@ -161,24 +161,38 @@ def _verify_round(
         path.write_text(candidate.source)
         paths.append(path)
     attempts: list[Attempt] = []
+
+    def verify(index: int) -> Report | None:
+        return _verify_unless_cancelled(pool, task, paths[index - 1], generated[index - 1].policy, options, cancelled)
+
+    def record(index: int, report: Report) -> None:
+        report.message = report.message.replace(f"{scratch}/", "")
+        candidate = generated[index - 1]
+        attempt = Attempt(round_number, index, candidate.source, report, candidate.label, candidate.policy)
+        attempts.append(attempt)
+        emit(_candidate_event(attempt, len(generated)))
+
+    crowded = []
     with ThreadPoolExecutor(max_workers=pool.size) as executor:
-        futures = {
-            executor.submit(
-                _verify_unless_cancelled, pool, task, path, generated[index - 1].policy, options, cancelled
-            ): index
-            for index, path in enumerate(paths, start=1)
-        }
+        futures = {executor.submit(verify, index): index for index in range(1, len(paths) + 1)}
         for future in as_completed(futures):
-            index = futures[future]
-            report = future.result()
-            if report is None:
-                continue
-            report.message = report.message.replace(f"{scratch}/", "")
-            candidate = generated[index - 1]
-            attempt = Attempt(round_number, index, candidate.source, report, candidate.label, candidate.policy)
-            attempts.append(attempt)
-            emit(_candidate_event(attempt, len(generated)))
+            index, report = futures[future], future.result()
+            if report is not None and len(paths) > 1 and pool.size > 1 and _out_of_device_memory(report):
+                crowded.append(index)
+            elif report is not None:
+                record(index, report)
+    for index in sorted(crowded):
+        note = f"candidate {index} ran out of GPU memory while another verification shared the GPU: verifying it alone"
+        emit(api.note(round_number, note))
+        report = verify(index)
+        if report is not None:
+            record(index, report)
     return sorted(attempts, key=lambda a: a.index)
+
+
+def _out_of_device_memory(report: Report) -> bool:
+    """Whether a candidate failed for want of device memory (which a verification alongside may have held)."""
+    return report.verdict == "runtime_error" and "CUDA out of memory" in report.message
 
 
 def _verify_unless_cancelled(

@@ -62,6 +62,7 @@ class Kernel:
     config: dict
     template_launch: dict = field(default_factory=dict)
     tile: dict | None = None
+    companions: list[ast.FunctionDef] = field(default_factory=list)  # jit functions it calls (scan combiners)
 
 
 def rewrite(captured: dict, task_source: str, task_name: str = "task", variant: Variant | None = None) -> str:
@@ -151,8 +152,14 @@ def _kernels(wrapper: str, configs: dict) -> dict[str, Kernel]:
                     config[key] = value
         elif grid_type not in GRIDS:
             raise RewriteError(f"kernel `{name}` uses Inductor's {grid_type} launch grid, which is not supported yet")
-        found[name] = Kernel(name, _readable_name(name, len(found)), function, grid_type, config, template_launch)
+        companions = [n for n in module.body if isinstance(n, ast.FunctionDef) and n is not function and _is_jit(n)]
+        readable = _readable_name(name, len(found))
+        found[name] = Kernel(name, readable, function, grid_type, config, template_launch, companions=companions)
     return found
+
+
+def _is_jit(function: ast.FunctionDef) -> bool:
+    return any(ast.unparse(d) in ("triton.jit", "jit") for d in function.decorator_list)
 
 
 def _readable_name(name: str, position: int) -> str:
@@ -204,7 +211,20 @@ class _KernelConverter(ast.NodeTransformer):
         self.dots = 0
 
     def convert(self, kernel: Kernel) -> str:
+        """The kernel's source, after the jit functions it calls (renamed after it: every Inductor kernel
+        module names its scan combiner `_triton_helper_fn_add0`, whatever it computes)."""
+        renamed = {
+            c.name: f"{kernel.new_name}_combine_{c.name.removeprefix('_triton_helper_fn_')}" for c in kernel.companions
+        }
+        parts = []
+        for companion in kernel.companions:
+            converted = self.visit(companion)
+            converted.name = renamed[companion.name]
+            parts.append(ast.unparse(ast.fix_missing_locations(converted)))
         function = self.visit(kernel.function)
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and node.id in renamed:
+                node.id = renamed[node.id]
         if kernel.tile:
             _check_block_k(function, kernel.tile["BLOCK_K"])
             constexprs = _constexprs(function)
@@ -214,7 +234,7 @@ class _KernelConverter(ast.NodeTransformer):
         function.name = kernel.new_name
         function.decorator_list = [ast.parse("triton.jit", mode="eval").body]
         drop_dead_assignments(function)
-        return ast.unparse(ast.fix_missing_locations(function))
+        return "\n\n\n".join([*parts, ast.unparse(ast.fix_missing_locations(function))])
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)

@@ -204,3 +204,30 @@ def test_an_all_triton_candidate_wins_unless_a_hybrid_is_meaningfully_faster():
     assert best is hybrid and why.endswith("no all-Triton candidate was correct")
     assert _choose([failed]) == (None, "")
     assert _choose([_attempt(5, "strict", None)])[1] == "correct", "on the CPU nothing is timed"
+
+
+def test_a_candidate_out_of_device_memory_beside_another_verification_is_verified_again_alone(pool):
+    """The second candidate fails with CUDA's out-of-memory message (what it does on a GPU shared with a large
+    verification alongside): it is verified once more with nothing beside it, and reported once."""
+    correct = (CANDIDATES / "relu_ok.py").read_text()
+    starved = correct.replace(
+        "    def forward(self, x):\n",
+        "    def forward(self, x):\n"
+        "        raise RuntimeError('CUDA out of memory. Tried to allocate 8.00 GiB')\n",
+    )
+    assert starved != correct
+    events: list[dict] = []
+    outcome = convert(
+        TASKS / "relu.py",
+        ScriptedBackend([[correct, starved]]),
+        pool,
+        ConvertOptions(samples=2, rounds=1, trials=2),
+        emit=events.append,
+    )
+    notes = [e["text"] for e in events if e["event"] == "note" and "verifying it alone" in e["text"]]
+    assert notes == [
+        "round 1: candidate 2 ran out of GPU memory while another verification shared the GPU: verifying it alone"
+    ]
+    reported = [e["index"] for e in events if e["event"] == "candidate"]
+    assert sorted(reported) == [1, 2]
+    assert [a.report.verdict for a in outcome.attempts] == ["correct", "runtime_error"]
