@@ -16,7 +16,7 @@ from pathlib import Path
 
 from model_server import api
 from model_server.backends.base import Backend, BackendError, Generated, GenerationRequest
-from verifier.errors import Cancelled
+from verifier.errors import Cancelled, TaskError
 from verifier.pool import VerifierPool
 from verifier.report import Report
 from verifier.verification import check_task_file
@@ -162,8 +162,17 @@ def _verify_round(
         paths.append(path)
     attempts: list[Attempt] = []
 
-    def verify(index: int) -> Report | None:
-        return _verify_unless_cancelled(pool, task, paths[index - 1], generated[index - 1].policy, options, cancelled)
+    def verify(index: int, alone: bool = False) -> Report | str | None:
+        """The candidate's report; the string "crowded" where the task's own run (beside another verification)
+        found no device memory: only a run alone can tell the task's fault from the crowd's."""
+        try:
+            return _verify_unless_cancelled(
+                pool, task, paths[index - 1], generated[index - 1].policy, options, cancelled
+            )
+        except TaskError as exc:
+            if alone or not _crowded(exc):
+                raise
+            return "crowded"
 
     def record(index: int, report: Report) -> None:
         report.message = report.message.replace(f"{scratch}/", "")
@@ -173,26 +182,29 @@ def _verify_round(
         emit(_candidate_event(attempt, len(generated)))
 
     crowded = []
+    shared = len(paths) > 1 and pool.size > 1
     with ThreadPoolExecutor(max_workers=pool.size) as executor:
-        futures = {executor.submit(verify, index): index for index in range(1, len(paths) + 1)}
+        futures = {executor.submit(verify, index, not shared): index for index in range(1, len(paths) + 1)}
         for future in as_completed(futures):
             index, report = futures[future], future.result()
-            if report is not None and len(paths) > 1 and pool.size > 1 and _out_of_device_memory(report):
+            if report == "crowded" or (report is not None and shared and _crowded(report)):
                 crowded.append(index)
             elif report is not None:
                 record(index, report)
     for index in sorted(crowded):
         note = f"candidate {index} ran out of GPU memory while another verification shared the GPU: verifying it alone"
         emit(api.note(round_number, note))
-        report = verify(index)
+        report = verify(index, alone=True)
         if report is not None:
             record(index, report)
     return sorted(attempts, key=lambda a: a.index)
 
 
-def _out_of_device_memory(report: Report) -> bool:
-    """Whether a candidate failed for want of device memory (which a verification alongside may have held)."""
-    return report.verdict == "runtime_error" and "CUDA out of memory" in report.message
+def _crowded(failure: Report | TaskError) -> bool:
+    """Whether a run failed for want of device memory (which a verification alongside may have held)."""
+    if isinstance(failure, TaskError):
+        return "CUDA out of memory" in str(failure)
+    return failure.verdict == "runtime_error" and "CUDA out of memory" in failure.message
 
 
 def _verify_unless_cancelled(

@@ -13,6 +13,7 @@ import pytest
 from model_server.backends import BackendError, Generated, GenerationRequest
 from model_server.loop import Attempt, ConvertError, ConvertOptions, _choose, convert
 from tests.conftest import FIXTURES
+from verifier.errors import TaskError
 from verifier.pool import VerifierPool
 from verifier.report import Report
 
@@ -212,8 +213,7 @@ def test_a_candidate_out_of_device_memory_beside_another_verification_is_verifie
     correct = (CANDIDATES / "relu_ok.py").read_text()
     starved = correct.replace(
         "    def forward(self, x):\n",
-        "    def forward(self, x):\n"
-        "        raise RuntimeError('CUDA out of memory. Tried to allocate 8.00 GiB')\n",
+        "    def forward(self, x):\n        raise RuntimeError('CUDA out of memory. Tried to allocate 8.00 GiB')\n",
     )
     assert starved != correct
     events: list[dict] = []
@@ -231,3 +231,23 @@ def test_a_candidate_out_of_device_memory_beside_another_verification_is_verifie
     reported = [e["index"] for e in events if e["event"] == "candidate"]
     assert sorted(reported) == [1, 2]
     assert [a.report.verdict for a in outcome.attempts] == ["correct", "runtime_error"]
+
+
+def test_a_task_out_of_device_memory_beside_another_verification_fails_only_when_run_alone(pool, tmp_path):
+    """The task's own run fails with CUDA's out-of-memory message: beside another verification that may be the
+    crowd's fault, so it runs again alone, and only then is the task's error reported."""
+    task = tmp_path / "starved_task.py"
+    task.write_text(
+        (TASKS / "relu.py")
+        .read_text()
+        .replace(
+            "    def forward(self, x):\n",
+            "    def forward(self, x):\n        raise RuntimeError('CUDA out of memory')\n",
+        )
+    )
+    correct = (CANDIDATES / "relu_ok.py").read_text()
+    events: list[dict] = []
+    with pytest.raises(TaskError, match="CUDA out of memory"):
+        convert(task, ScriptedBackend([[correct, correct]]), pool, ConvertOptions(samples=2, rounds=1), events.append)
+    notes = [e["text"] for e in events if e["event"] == "note" and "verifying it alone" in e["text"]]
+    assert len(notes) == 1 and "candidate 1 ran out of GPU memory" in notes[0]  # alone, it fails: the task's fault
