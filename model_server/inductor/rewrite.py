@@ -395,7 +395,7 @@ def _statement(stmt: ast.stmt, kernels: dict[str, Kernel], output: dict, hybrid:
     if isinstance(stmt, ast.Delete):
         return None
     if isinstance(stmt, ast.Return):
-        return _return(stmt, output)
+        return _return(stmt, output, hybrid)
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         call = stmt.value
         name = ast.unparse(call.func)
@@ -589,9 +589,11 @@ def _cdiv(size: int, step: int) -> int:
     return -(-size // step)
 
 
-def _return(stmt: ast.Return, output: dict) -> str:
+def _return(stmt: ast.Return, output: dict, hybrid: bool) -> str:
+    """forward's return in the task's output structure (Inductor's module returns a flat tuple, which may hold
+    views such as `reinterpret_tensor(buf, ...)` of a buffer)."""
     values = stmt.value.elts if isinstance(stmt.value, ast.Tuple) else [stmt.value]
-    names = [ast.unparse(v) for v in values]
+    names = [_expression(v, hybrid) for v in values]
 
     def build(node: dict) -> str:
         if node["kind"] == "leaf":

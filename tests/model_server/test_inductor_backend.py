@@ -24,7 +24,7 @@ def pool():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", ["relu", "row_sum", "softmax", "layernorm", "scale", "cumsum"])
+@pytest.mark.parametrize("task", ["relu", "row_sum", "softmax", "layernorm", "scale", "cumsum", "instancenorm"])
 def test_candidates_stand_alone_and_verify_correct(task, pool, tmp_path):
     [generated] = create_backend(BackendConfig("inductor")).generate(GenerationRequest(TASKS / f"{task}.py", 4, "cpu"))
     assert (generated.label, generated.policy) == ("Inductor's default kernels", "strict")
