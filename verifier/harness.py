@@ -217,10 +217,10 @@ def _receive_call(
         for chunk in channel.receive_bytes(size, device, deadline):
             fingerprint = (fingerprint * 1000003 + _fingerprint(chunk)) % 2**61
             if usable:
-                values = chunk.view(ref.dtype)
-                check.add(offset // element, values)
+                values, start = chunk.view(ref.dtype), offset // element
+                check.add(start, values)
                 if kept is not None:
-                    kept[offset // element : offset // element + values.numel()] = values
+                    kept[start : start + values.numel()] = values
             offset += chunk.numel()
         if check is not None and not result.problems:
             finished = check.finish()

@@ -58,7 +58,7 @@ def capture(task: Path, device: str, templates: bool) -> dict:
     from torch._inductor.graph import GraphLowering
     from torch._inductor.runtime import triton_helpers
 
-    from verifier.harness import flatten, full_precision, load_module, seed_everything
+    from verifier.harness import flatten, full_precision, load_module, seed_everything, trial_inputs
 
     full_precision()
     if device == "cpu":
@@ -72,7 +72,7 @@ def capture(task: Path, device: str, templates: bool) -> dict:
     seed_everything(0)
     with torch.device(device):  # made where they are used: a 6 GiB input costs seconds to draw on the CPU
         model = module.Model(*module.get_init_inputs()).to(device)
-        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+    inputs = trial_inputs(module, 0, torch.device(device))
     with torch.no_grad():
         structure, leaves = flatten(model(*inputs))
     if not all(isinstance(leaf, torch.Tensor) for leaf in leaves):
