@@ -7,7 +7,9 @@ when the deadline passes, or as soon as `cancelled()` says the caller went away.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -95,6 +97,8 @@ def convert(
     started = time.monotonic()
     outcome = Outcome()
     feedback: list[dict] = []
+    warming = threading.Thread(target=_warm, args=(pool,), name="warm-verifier", daemon=True)
+    warming.start()  # the sandboxes start while the backend generates, instead of after it
     with tempfile.TemporaryDirectory(prefix="tritonize-convert-") as scratch:
         for round_number in range(1, options.rounds + 1):
             reason = _stop_reason(options, outcome, started, cancelled)
@@ -121,6 +125,8 @@ def convert(
             def stop() -> bool:
                 return cancelled() or _past(options.deadline, started)
 
+            warming.join()
+
             attempts = _verify_round(task, generated, round_number, Path(scratch), pool, options, emit, stop)
             outcome.attempts.extend(attempts)
             outcome.best, outcome.why = _choose(outcome.attempts)
@@ -133,6 +139,12 @@ def convert(
             outcome.stopped = _stop_reason(options, outcome, started, cancelled) or "finished"
     emit(_done_event(outcome))
     return outcome
+
+
+def _warm(pool: VerifierPool) -> None:
+    """Start the pool's sandboxes; a failure to start is left to the first verification to report."""
+    with contextlib.suppress(Exception):
+        pool.warm()
 
 
 def _generated_note(backend: str, generated: list[Generated], asked: int, seconds: float) -> str:

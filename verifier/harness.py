@@ -368,14 +368,17 @@ def _count_thread_starts(started: list[str]) -> None:
 def run_candidate(job: Job) -> CandidateResult:
     """Run every call of the job (the trials under no_grad, then one enable_grad call), recording what the
     watch sees and streaming each call's outputs to the comparer."""
+    started = time.perf_counter()
     device = torch.device(job["device"])
     channel = _channel(job, device)
     task, init = _task_inputs(job)
     watch = Watch(device)  # before the candidate's import: its launches and threads are seen from the start
     model = _candidate_model(job, init, device)
     watch.check_environment()
+    stages = {"load_s": time.perf_counter() - started, "first_call_s": 0.0, "calls_s": 0.0}
     launches, previous = [], []
-    for call in job["calls"]:
+    for number, call in enumerate(job["calls"]):
+        call_started = time.perf_counter()
         grad_mode = torch.enable_grad if call["grad"] else torch.no_grad
         guards = Guards()
         fresh = _stage("get_inputs", job["inputs_source"], lambda c=call: trial_inputs(task, c["seed"], device))
@@ -400,15 +403,19 @@ def run_candidate(job: Job) -> CandidateResult:
         del output, on_device
         _collect_garbage(leaves)
         watch.check_environment()
+        stages["first_call_s" if number == 0 else "calls_s"] += time.perf_counter() - call_started
     kernels = sorted(set(watch.launches.names))
+    coverage_started = time.perf_counter()
     measured = _coverage(model, task, job, device, watch)
     watch.check_environment()
+    stages["coverage_s"] = time.perf_counter() - coverage_started
     return {
         "ok": True,
         "launches": launches,
         "kernels": kernels,
         "violations": watch.violations,
         "coverage": measured,
+        "stages": stages,
     }
 
 

@@ -154,6 +154,7 @@ class CandidateResult(TypedDict):
     kernels: list[str]
     violations: list[Violation]
     coverage: Coverage
+    stages: dict[str, float]  # seconds: load (inputs, import, init), first call (compiles), other calls, coverage
 
 
 class TimedReference(TypedDict, total=False):

@@ -21,6 +21,7 @@ from verifier.errors import Cancelled
 from verifier.options import VerifyOptions
 from verifier.report import Report
 from verifier.verification import Shared, Slot, Verification
+from verifier.zygote_handle import start_all
 
 
 class VerifierPool:
@@ -72,6 +73,24 @@ class VerifierPool:
             return Verification(slot, self.shared, Path(task), Path(candidate), opts, cancelled).run()
         finally:
             self._free.put(slot)
+
+    def warm(self) -> float:
+        """Start the zygotes of every free slot now, all at once (what the first verification on a slot would
+        otherwise wait for: importing torch and Triton in each sandbox); the seconds that took. A slot that a
+        verification holds is left to it; verifications that want a slot being warmed wait for it."""
+        taken: list[Slot] = []
+        while True:
+            try:
+                taken.append(self._free.get_nowait())
+            except queue.Empty:
+                break
+        try:
+            return start_all([zygote for slot in taken for zygote in (slot.reference, slot.candidate)])
+        finally:
+            for slot in taken:
+                if self._closed:  # closed while starting: what started after `close()` stopped the slots
+                    slot.stop()
+                self._free.put(slot)
 
     def verify_many(self, pairs: Iterable[tuple[str, str]], **options) -> list[Report]:
         """Verify (task, candidate) pairs concurrently, one per slot; results in input order."""

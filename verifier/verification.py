@@ -209,6 +209,7 @@ class Verification:
         report = self.report
         report.trials = trials
         report.launches = result["launches"]
+        self.phases.update(_stage_seconds(result.get("stages")))
         report.kernels = result["kernels"]
         report.violations.extend(result["violations"])
         report.coverage, report.library_calls, missing = _coverage(result.get("coverage"))
@@ -473,6 +474,15 @@ class Verification:
         self.report.message = message
         if verdict != "correct":
             self.report.reward = 0.0
+
+
+def _stage_seconds(stages: object) -> dict[str, float]:
+    """The candidate job's own stage timings as phases (written by the candidate's process: only the known
+    stages, and only numbers, are kept)."""
+    known = ("load_s", "first_call_s", "calls_s", "coverage_s")
+    if not isinstance(stages, dict):
+        return {}
+    return {f"candidate_{k}": float(v) for k, v in stages.items() if k in known and isinstance(v, int | float)}
 
 
 def _rejection_message(errors: list) -> str:

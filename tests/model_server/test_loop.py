@@ -65,6 +65,23 @@ def test_failures_are_fed_back_and_the_repaired_candidate_wins(pool):
     assert events[-1]["best"]["round"] == 2 and events[-1]["report"]["verdict"] == "correct"
 
 
+def test_the_sandboxes_start_while_the_backend_generates():
+    with VerifierPool(size=2, device="cpu") as fresh:
+
+        class WaitingBackend(ScriptedBackend):
+            def generate(self, request: GenerationRequest) -> list[Generated]:
+                zygotes = [z for slot in fresh._slots for z in (slot.reference, slot.candidate)]
+                waited = time.monotonic() + 120
+                while not all(z.running for z in zygotes) and time.monotonic() < waited:
+                    time.sleep(0.1)
+                return super().generate(request)
+
+        backend = WaitingBackend([[(CANDIDATES / "relu_ok.py").read_text()]])
+        outcome = convert(TASKS / "relu.py", backend, fresh, ConvertOptions(samples=1, rounds=1, trials=1))
+    assert outcome.best is not None, outcome.attempts[0].report.message
+    assert outcome.best.report.phases["start_s"] == 0
+
+
 def test_cancelling_stops_before_any_work(pool):
     backend = ScriptedBackend([[_wrong_relu()]])
     outcome = convert(TASKS / "relu.py", backend, pool, ConvertOptions(), cancelled=lambda: True)

@@ -65,3 +65,12 @@ def test_without_isolation_runs_still_happen_in_killable_processes_with_a_warnin
     assert good.isolation["network"] == "host"
     assert any("isolation was turned off" in w for w in good.warnings)
     assert hung.verdict == "timeout"
+
+
+def test_warming_starts_the_sandboxes_before_the_first_verification():
+    with VerifierPool(size=2, device="cpu") as fresh:
+        assert fresh.warm() > 0
+        assert fresh.warm() == 0
+        report = fresh.verify(ADD, GOOD, trials=1)
+        assert report.verdict == "correct", report.message
+        assert report.phases["start_s"] == 0
