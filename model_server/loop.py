@@ -12,7 +12,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -97,8 +97,8 @@ def convert(
     started = time.monotonic()
     outcome = Outcome()
     feedback: list[dict] = []
-    warming = threading.Thread(target=_warm, args=(pool,), name="warm-verifier", daemon=True)
-    warming.start()  # the sandboxes start while the backend generates, instead of after it
+    # the sandboxes start while the backend generates (a verification that wants a slot being started waits)
+    threading.Thread(target=_warm, args=(pool,), name="warm-verifier", daemon=True).start()
     with tempfile.TemporaryDirectory(prefix="tritonize-convert-") as scratch:
         for round_number in range(1, options.rounds + 1):
             reason = _stop_reason(options, outcome, started, cancelled)
@@ -106,34 +106,35 @@ def convert(
                 outcome.stopped = reason
                 break
             emit(api.round_started(round_number, options.samples))
-            deadline = None if options.deadline is None else started + options.deadline
-            request = GenerationRequest(task, options.samples, pool.device, round_number, feedback, deadline)
-            generation_started = time.monotonic()
-            try:
-                generated = backend.generate(request)[: options.samples]
-            except BackendError as exc:
-                if not outcome.attempts:
-                    raise ConvertError(str(exc)) from exc
-                emit(api.error(str(exc), round_number))
-                break
-            if not generated:
-                emit(api.note(round_number, f"{backend.name} has nothing new to try"))
-                break
-            seconds = time.monotonic() - generation_started
-            emit(api.note(round_number, _generated_note(backend.name, generated, options.samples, seconds)))
 
             def stop() -> bool:
                 return cancelled() or _past(options.deadline, started)
 
-            warming.join()
-
-            attempts = _verify_round(task, generated, round_number, Path(scratch), pool, options, emit, stop)
+            verifier = _RoundVerifier(task, round_number, Path(scratch), pool, options, emit, stop)
+            failure = None
+            try:
+                _generate(backend, task, round_number, feedback, started, options, pool, emit, verifier)
+            except BackendError as exc:
+                if not verifier.submitted and not outcome.attempts:
+                    verifier.close()
+                    raise ConvertError(str(exc)) from exc
+                failure = str(exc)
+                emit(api.error(failure, round_number))
+            except BaseException:
+                verifier.close()
+                raise
+            if not verifier.submitted:
+                verifier.close()
+                if failure is None:
+                    emit(api.note(round_number, f"{backend.name} has nothing new to try"))
+                break
+            attempts = verifier.finish()
             outcome.attempts.extend(attempts)
             outcome.best, outcome.why = _choose(outcome.attempts)
             feedback = [
                 {"source": a.source, "report": a.report.to_dict(), "label": a.label} for a in attempts if not a.correct
             ]
-            if not feedback:
+            if not feedback or failure is not None:
                 break
         if outcome.stopped == "finished":
             outcome.stopped = _stop_reason(options, outcome, started, cancelled) or "finished"
@@ -147,69 +148,158 @@ def _warm(pool: VerifierPool) -> None:
         pool.warm()
 
 
-def _generated_note(backend: str, generated: list[Generated], asked: int, seconds: float) -> str:
-    """What the backend made this round, each candidate's label when it has one, and why fewer than asked."""
-    count = f"{len(generated)} candidate{'s' if len(generated) != 1 else ''}"
-    if len(generated) < asked:
+def _generated_note(backend: str, generated: list[Generated], asked: int, seconds: float, before: int = 0) -> str:
+    """What the backend made this round (after the `before` it handed over early), each candidate's label when
+    it has one, and why fewer than asked."""
+    total = before + len(generated)
+    count = f"{len(generated)} {'more ' if before else ''}candidate{'s' if len(generated) != 1 else ''}"
+    if total < asked:
+        count += f" ({total} in all)" if before else ""
         count += f" of the {asked} asked for (all the distinct ones it has for this task)"
-    labels = [f"{i}. {g.label}{' [hybrid]' if g.policy == 'hybrid' else ''}" for i, g in enumerate(generated, 1)]
-    labelled = "; ".join(labels) if any(g.label for g in generated) else ""
-    return f"{backend} made {count} in {seconds:.1f} s" + (f": {labelled}" if labelled else "")
+    return f"{backend} made {count} in {seconds:.1f} s" + _labels(generated, before)
 
 
-def _verify_round(
+def _early_note(backend: str, candidates: list[Generated], seconds: float, before: int) -> str:
+    """Candidates the backend handed over while it goes on generating."""
+    count = f"{len(candidates)} candidate{'s' if len(candidates) != 1 else ''}"
+    return (
+        f"{backend} made {count} in {seconds:.1f} s and is still generating; verifying meanwhile (timing waits "
+        f"until it is done)" + _labels(candidates, before)
+    )
+
+
+def _labels(generated: list[Generated], before: int) -> str:
+    labels = [
+        f"{i}. {g.label}{' [hybrid]' if g.policy == 'hybrid' else ''}" for i, g in enumerate(generated, before + 1)
+    ]
+    return ": " + "; ".join(labels) if any(g.label for g in generated) else ""
+
+
+def _generate(
+    backend: Backend,
     task: Path,
-    generated: list[Generated],
     round_number: int,
-    scratch: Path,
-    pool: VerifierPool,
+    feedback: list[dict],
+    started: float,
     options: ConvertOptions,
+    pool: VerifierPool,
     emit: Emit,
-    cancelled: Callable[[], bool],
-) -> list[Attempt]:
-    paths = []
-    for index, candidate in enumerate(generated, start=1):
-        path = scratch / f"candidate_r{round_number}_{index}.py"
-        path.write_text(candidate.source)
-        paths.append(path)
-    attempts: list[Attempt] = []
+    verifier: _RoundVerifier,
+) -> None:
+    """One round's candidates, each submitted to `verifier` as soon as the backend has it. While the backend
+    still works (compiling, autotuning on the GPU) after handing some over early, no timing starts."""
+    deadline = None if options.deadline is None else started + options.deadline
+    generation_started = time.monotonic()
+    with contextlib.ExitStack() as paused:
 
-    def verify(index: int, alone: bool = False) -> Report | str | None:
-        """The candidate's report; the string "crowded" where the task's own run (beside another verification)
-        found no device memory: only a run alone can tell the task's fault from the crowd's."""
+        def early(candidates: list[Generated]) -> None:
+            candidates = candidates[: options.samples - len(verifier.submitted)]
+            if not candidates:
+                return
+            if not verifier.submitted:
+                paused.enter_context(pool.pause_timing())
+            seconds = time.monotonic() - generation_started
+            emit(api.note(round_number, _early_note(backend.name, candidates, seconds, len(verifier.submitted))))
+            verifier.submit(candidates, last=False)
+
+        request = GenerationRequest(task, options.samples, pool.device, round_number, feedback, deadline, early)
+        rest = backend.generate(request)[: options.samples - len(verifier.submitted)]
+    if rest or verifier.submitted:
+        seconds = time.monotonic() - generation_started
+        note = _generated_note(backend.name, rest, options.samples, seconds, len(verifier.submitted))
+        emit(api.note(round_number, note))
+    verifier.submit(rest)
+
+
+class _RoundVerifier:
+    """Verifies one round's candidates as they are submitted, `pool.size` at a time, and reports each once the
+    round's candidates are all known. A run that fails for want of GPU memory while something else shared the
+    GPU (another verification, the backend's compile) is verified again alone at the end."""
+
+    def __init__(
+        self,
+        task: Path,
+        round_number: int,
+        scratch: Path,
+        pool: VerifierPool,
+        options: ConvertOptions,
+        emit: Emit,
+        cancelled: Callable[[], bool],
+    ):
+        self.task, self.round, self.scratch, self.pool = task, round_number, scratch, pool
+        self.options, self.emit, self.cancelled = options, emit, cancelled
+        self.submitted: list[Generated] = []
+        self.paths: list[Path] = []
+        self.crowdable: list[bool] = []
+        self.futures: dict[Future, int] = {}
+        self.executor = ThreadPoolExecutor(max_workers=pool.size)
+
+    def submit(self, candidates: list[Generated], last: bool = True) -> None:
+        """Start verifying `candidates`; `last` when no more will come this round (the backend is done). Each is
+        verified as crowdable where other GPU work may run beside it: the backend's (not `last`), or another
+        verification's."""
+        shared = self.pool.size > 1 and len(self.submitted) + len(candidates) > 1
+        if last:
+            self.crowdable = [c or shared for c in self.crowdable]
+        for candidate in candidates:
+            self.submitted.append(candidate)
+            index = len(self.submitted)
+            path = self.scratch / f"candidate_r{self.round}_{index}.py"
+            path.write_text(candidate.source)
+            self.paths.append(path)
+            self.crowdable.append(not last or shared)
+            self.futures[self.executor.submit(self._verify, index, not self.crowdable[-1])] = index
+
+    def finish(self) -> list[Attempt]:
+        """Every submitted candidate's attempt, in submission order, each reported as its verification ends."""
+        attempts: list[Attempt] = []
+        crowded = []
+        try:
+            for future in as_completed(self.futures):
+                index, report = self.futures[future], future.result()
+                crowdable = self.crowdable[index - 1]
+                if report == "crowded" or (report is not None and crowdable and _crowded(report)):
+                    crowded.append(index)
+                elif report is not None:
+                    attempts.append(self._record(index, report))
+        finally:
+            self.close()
+        for index in sorted(crowded):
+            note = (
+                f"candidate {index} ran out of GPU memory while another verification shared the GPU: verifying it alone"
+            )
+            self.emit(api.note(self.round, note))
+            report = self._verify(index, alone=True)
+            if report is not None:
+                attempts.append(self._record(index, report))
+        return sorted(attempts, key=lambda a: a.index)
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+    def _verify(self, index: int, alone: bool) -> Report | str | None:
+        """The candidate's report; the string "crowded" where the task's own run (beside other GPU work) found
+        no device memory: only a run alone can tell the task's fault from the crowd's."""
         try:
             return _verify_unless_cancelled(
-                pool, task, paths[index - 1], generated[index - 1].policy, options, cancelled
+                self.pool,
+                self.task,
+                self.paths[index - 1],
+                self.submitted[index - 1].policy,
+                self.options,
+                self.cancelled,
             )
         except TaskError as exc:
             if alone or not _crowded(exc):
                 raise
             return "crowded"
 
-    def record(index: int, report: Report) -> None:
-        report.message = report.message.replace(f"{scratch}/", "")
-        candidate = generated[index - 1]
-        attempt = Attempt(round_number, index, candidate.source, report, candidate.label, candidate.policy)
-        attempts.append(attempt)
-        emit(_candidate_event(attempt, len(generated)))
-
-    crowded = []
-    shared = len(paths) > 1 and pool.size > 1
-    with ThreadPoolExecutor(max_workers=pool.size) as executor:
-        futures = {executor.submit(verify, index, not shared): index for index in range(1, len(paths) + 1)}
-        for future in as_completed(futures):
-            index, report = futures[future], future.result()
-            if report == "crowded" or (report is not None and shared and _crowded(report)):
-                crowded.append(index)
-            elif report is not None:
-                record(index, report)
-    for index in sorted(crowded):
-        note = f"candidate {index} ran out of GPU memory while another verification shared the GPU: verifying it alone"
-        emit(api.note(round_number, note))
-        report = verify(index, alone=True)
-        if report is not None:
-            record(index, report)
-    return sorted(attempts, key=lambda a: a.index)
+    def _record(self, index: int, report: Report) -> Attempt:
+        report.message = report.message.replace(f"{self.scratch}/", "")
+        candidate = self.submitted[index - 1]
+        attempt = Attempt(self.round, index, candidate.source, report, candidate.label, candidate.policy)
+        self.emit(_candidate_event(attempt, len(self.submitted)))
+        return attempt
 
 
 def _crowded(failure: Report | TaskError) -> bool:

@@ -7,11 +7,12 @@ GPU measurements never overlap. Zygotes start on first use and stay warm between
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -91,6 +92,13 @@ class VerifierPool:
                 if self._closed:  # closed while starting: what started after `close()` stopped the slots
                     slot.stop()
                 self._free.put(slot)
+
+    @contextlib.contextmanager
+    def pause_timing(self) -> Iterator[None]:
+        """No timing starts while inside (one in progress is waited for): for other work on the GPU, such as a
+        compile that autotunes, which would skew the measurements. Correctness runs go on."""
+        with self.shared.timing_lock:
+            yield
 
     def verify_many(self, pairs: Iterable[tuple[str, str]], **options) -> list[Report]:
         """Verify (task, candidate) pairs concurrently, one per slot; results in input order."""

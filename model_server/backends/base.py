@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -22,6 +23,9 @@ class GenerationRequest:
     round: int = 1
     feedback: list[dict] = field(default_factory=list)
     deadline: float | None = None  # time.monotonic() by which generation must return
+    # Where a backend can hand over candidates that are ready before the rest (the loop starts verifying them
+    # while it generates on); `generate` then returns only the rest. Backends that cannot, ignore it.
+    early: Callable[[list[Generated]], None] | None = None
 
     def seconds_left(self, limit: float) -> float:
         """How long generation may still take: `limit`, cut to what the deadline leaves."""

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -23,6 +23,7 @@ MODES = {"default": [], "templates": ["--templates"]}
 # starting and stopping that pool costs more than it saves (H100 box, 2026-11-23: 30 s -> 19 s per capture);
 # a max-autotune compile, which builds a dozen template configurations, needs it (43 s -> 68 s without).
 SERIAL_COMPILE = {"default"}
+HYBRID_RANK = 3  # the lowest place `_plan` gives the default capture's hybrid candidate, whatever the templates
 # Tiles tried for fp32 matmul templates at tf32x3 precision, besides the one Inductor's autotuner chose for
 # IEEE fp32: tf32x3 does three tensor-core products per step, so its best tile differs.
 TF32X3_TILES = (
@@ -65,12 +66,14 @@ class InductorBackend:
     def generate(self, request: GenerationRequest) -> list[Generated]:
         if request.round > 1 and not request.feedback:
             return []
-        captures = self._captures(request)
+        handed: list[Generated] = []
+        captures = self._captures(request, handed)
         made, refusals = self._candidates(captures, request)
         if not made:
             raise BackendError(f"the inductor backend cannot convert {request.task.name}: {'; '.join(refusals)}")
         if request.round == 1:
-            return [generated for _, generated in made][: request.samples]
+            early = {g.label for g in handed}
+            return [generated for _, generated in made[: request.samples] if generated.label not in early]
         tried = {planned.variant.label for planned, _ in made[: request.samples]}
         failed = {item.get("label") for item in request.feedback}
         fallbacks = [planned.fallback for planned, _ in made if planned.variant.label in failed and planned.fallback]
@@ -100,10 +103,12 @@ class InductorBackend:
 
     # ------------------------------------------------------------ captures
 
-    def _captures(self, request: GenerationRequest) -> dict[str, dict]:
+    def _captures(self, request: GenerationRequest, handed: list[Generated]) -> dict[str, dict]:
         """Inductor's output for each mode this device has, run in parallel, each from the cache if it is there.
         The templates compile is stopped as soon as the default one shows no library call (it would only hold
-        CPUs and GPU memory that verification needs)."""
+        CPUs and GPU memory that verification needs). While it runs on, the default capture's candidates that
+        are sure to be among those returned go to `request.early` (and into `handed`). A templates compile that
+        fails (time, memory) leaves the default capture's candidates."""
         modes = ["default", "templates"] if request.device == "cuda" else ["default"]
         task_source = request.task.read_bytes()
         unneeded = threading.Event()
@@ -112,11 +117,28 @@ class InductorBackend:
             default = running["default"].result()
             if "error" not in default and not uses_library(default):
                 unneeded.set()
-            captures = {mode: future.result() for mode, future in running.items()}
+            templates = running.get("templates")
+            if templates is not None and not templates.done():
+                self._hand_over_early(default, request, handed)
+            captures = {"default": default}
+            if templates is not None:
+                captures["templates"] = _failure_as_error(templates, "error" not in default)
         if all("error" in c for c in captures.values()):
             reasons = "; ".join(c["error"] for c in captures.values())
             raise BackendError(f"the inductor backend cannot convert {request.task.name}: {reasons}")
         return captures
+
+    def _hand_over_early(self, default: dict, request: GenerationRequest, handed: list[Generated]) -> None:
+        """Give `request.early` the default capture's hybrid candidate, where it will be among the first
+        `request.samples` whatever the templates compile brings (`_plan` ranks it at worst HYBRID_RANK)."""
+        if request.early is None or request.round != 1 or request.samples < HYBRID_RANK:
+            return
+        if "error" in default or not uses_library(default):
+            return
+        made, _ = self._candidates({"default": default}, request)
+        handed.extend(generated for _, generated in made)
+        if handed:
+            request.early(list(handed))
 
     def _capture(self, request: GenerationRequest, task_source: bytes, mode: str, unneeded: threading.Event) -> dict:
         key = _cache_key(task_source, request.device, mode)
@@ -173,6 +195,17 @@ class InductorBackend:
             tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
             raise BackendError(f"Inductor's capture failed (exit {done.returncode}): {tail[0]}")
         return result
+
+
+def _failure_as_error(templates: Future, default_ok: bool) -> dict:
+    """The templates capture; where it failed (time, memory) and the default one did not, that failure as the
+    capture's error, so the default capture's candidates still go ahead."""
+    try:
+        return templates.result()
+    except BackendError as exc:
+        if not default_ok:
+            raise
+        return {"error": f"Inductor's max-autotune compile failed: {exc}"}
 
 
 def _plan(captures: dict[str, dict]) -> list[_Planned]:

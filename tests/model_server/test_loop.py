@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -80,6 +81,52 @@ def test_the_sandboxes_start_while_the_backend_generates():
         outcome = convert(TASKS / "relu.py", backend, fresh, ConvertOptions(samples=1, rounds=1, trials=1))
     assert outcome.best is not None, outcome.attempts[0].report.message
     assert outcome.best.report.phases["start_s"] == 0
+
+
+class RecordingPool(VerifierPool):
+    """A real pool that notes when each verification ends."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.ended: dict[str, float] = {}
+
+    def verify(self, task, candidate, cancelled=None, **options):
+        try:
+            return super().verify(task, candidate, cancelled, **options)
+        finally:
+            self.ended[Path(candidate).name] = time.monotonic()
+
+
+def test_candidates_handed_over_early_are_verified_while_the_backend_generates():
+    correct = (CANDIDATES / "relu_ok.py").read_text()
+    with RecordingPool(size=2, device="cpu") as recording:
+
+        class EarlyBackend(ScriptedBackend):
+            def generate(self, request: GenerationRequest) -> list[Generated]:
+                request.early([Generated(correct, "ready first")])
+                self.paused = recording.shared.timing_lock.locked()
+                waited = time.monotonic() + 120
+                while "candidate_r1_1.py" not in recording.ended and time.monotonic() < waited:
+                    time.sleep(0.1)
+                self.returned = time.monotonic()
+                return [Generated(_wrong_relu(), "ready last")]
+
+        backend = EarlyBackend([])
+        events: list[dict] = []
+        options = ConvertOptions(samples=4, rounds=1, trials=1)
+        outcome = convert(TASKS / "relu.py", backend, recording, options, emit=events.append)
+        assert not recording.shared.timing_lock.locked()
+    assert backend.paused  # no timing while the backend works on
+    assert recording.ended["candidate_r1_1.py"] < backend.returned
+    assert [(a.index, a.label, a.report.verdict) for a in outcome.attempts] == [
+        (1, "ready first", "correct"),
+        (2, "ready last", "incorrect"),
+    ]
+    notes = [e["text"] for e in events if e["event"] == "note"]
+    assert "scripted made 1 candidate in" in notes[0] and "still generating" in notes[0]
+    assert "1. ready first" in notes[0]
+    assert "made 1 more candidate (2 in all) of the 4 asked for" in notes[1] and "2. ready last" in notes[1]
+    assert sorted((e["index"], e["of"]) for e in events if e["event"] == "candidate") == [(1, 2), (2, 2)]
 
 
 def test_cancelling_stops_before_any_work(pool):
