@@ -89,7 +89,7 @@ async def main() -> None:
         )
         actions.append(time.perf_counter() - tick)
     await asyncio.sleep(1.0)
-    rss = _rss_mib(client._server.pid)
+    server_rss, worker_rss = _rss_mib(client._server.pid), sum(map(_rss_mib, _children(client._server.pid)))
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
@@ -100,7 +100,8 @@ async def main() -> None:
     print(f"{'single edit: didChange to diagnostics (ms)':<46} {_ms(single)}")
     print(f"{'burst: last keystroke to diagnostics (ms, max)':<46} {_ms(bursts, max)}")
     print(f"{'code action response (ms)':<46} {_ms(actions)}")
-    print(f"{'idle resident memory (MiB)':<46} {rss:>9.1f}")
+    print(f"{'idle resident memory, server (MiB)':<46} {server_rss:>9.1f}")
+    print(f"{'idle resident memory, audit worker (MiB)':<46} {worker_rss:>9.1f}")
 
 
 def _type(client: LanguageClient, version: int, lines: list[str], index: int) -> float:
@@ -124,6 +125,15 @@ def _ms(values: list[float], spread=None) -> str:
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     second = spread(values) if spread else p95
     return f"{statistics.median(values) * 1000:>9.1f} {second * 1000:>9.1f}"
+
+
+def _children(pid: int) -> list[int]:
+    """The server's child processes (its audit worker)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        found += [int(child) for child in children]
+    return found
 
 
 def _rss_mib(pid: int) -> float:

@@ -5,7 +5,13 @@ import sys
 
 from lsp_server.cli import add_options
 
-parser = argparse.ArgumentParser(prog="python -m lsp_server", description="Run the tritonize language server.")
-add_options(parser)
-arguments = parser.parse_args()
-sys.exit(arguments.run(arguments))
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m lsp_server", description="Run the tritonize language server.")
+    add_options(parser)
+    arguments = parser.parse_args()
+    return arguments.run(arguments)
+
+
+if __name__ == "__main__":  # the audit worker process imports this module again under another name
+    sys.exit(main())

@@ -1,7 +1,8 @@
 """When documents are audited and compiled, and how their diagnostics are published.
 
-Audits run in a background thread, never on the event loop, so the server answers every request while one
-runs (and the audit's own time budget bounds it). Diagnostics are pushed (`textDocument/publishDiagnostics`,
+Audits run in a worker process (`audit_process.py`), never on the event loop nor in one of its threads, so
+the server answers every request while one runs (the audit's own time budget and the worker's memory limit
+bound it). Diagnostics are pushed (`textDocument/publishDiagnostics`,
 never pulled) on open, on save, and on change: the first edit after a quiet spell is audited at once, edits
 that follow within `MIN_AUDIT_INTERVAL` are folded into one audit at the end of the interval, and edits that
 arrive while an audit runs are audited when it ends. An audit whose text changed while it ran is dropped.
@@ -14,9 +15,9 @@ import asyncio
 
 from lsprotocol import types
 
+from lsp_server.audit_process import AuditError
 from lsp_server.diagnostics import diagnostics
 from lsp_server.session import Session
-from verifier.audit.engine import audit
 
 MIN_AUDIT_INTERVAL = 0.15
 
@@ -89,11 +90,15 @@ def _start(session: Session, uri: str) -> None:
 
 
 async def _audit(session: Session, uri: str) -> None:
-    """Background: audit the text as it is now in a thread; publish unless the text changed meanwhile."""
+    """Background: audit the text as it is now in the worker; publish unless the text changed meanwhile."""
     document = session.server.workspace.get_text_document(uri)
     version, source, path = document.version, document.source, document.path or uri
     config = session.audit_config(document.path)
-    result = await asyncio.to_thread(audit, source, path, config)
+    try:
+        result = await session.auditor.audit(source, path, config)
+    except AuditError as exc:
+        session.tell(f"tritonize: {exc}", types.MessageType.Warning)
+        return
     if uri not in session.documents:
         return
     state = session.state(uri)

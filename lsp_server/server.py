@@ -37,9 +37,11 @@ server = TritonizeServer()
 
 @server.feature(types.INITIALIZE)
 def initialize(ls: TritonizeServer, params: types.InitializeParams) -> None:
-    """On the loop: keep what pygls drops (initializationOptions) and resolve the client's features once."""
+    """On the loop: keep what pygls drops (initializationOptions), resolve the client's features once, and
+    start the audit worker (it imports while the client finishes the handshake, not on the first audit)."""
     ls.session.initialization_options = params.initialization_options
     ls.session.client = ClientFeatures.of(params.capabilities)
+    ls.session.auditor.start()
 
 
 @server.feature(types.INITIALIZED)
@@ -58,8 +60,9 @@ async def did_change_configuration(ls: TritonizeServer, params: types.DidChangeC
 
 @server.feature(types.SHUTDOWN)
 def shutdown(ls: TritonizeServer, params: None) -> None:
-    """On the loop: stop the model server this session started, if any."""
+    """On the loop: stop the model server this session started, if any, and the audit worker."""
     ls.session.local.stop()
+    ls.session.auditor.stop()
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -151,4 +154,5 @@ def serve(tcp: str | None = None) -> int:
             server.start_io()
     finally:
         server.session.local.stop()
+        server.session.auditor.stop()
     return 0

@@ -21,6 +21,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from lsp_server import task_source
+from lsp_server.audit_process import AuditProcess
 from lsp_server.errors import CommandError, ModelServerError
 from lsp_server.local_server import LocalServer
 from lsp_server.placement import Proposal
@@ -76,6 +77,7 @@ class Session:
         self.documents: dict[str, DocumentState] = {}
         self.proposals: dict[str, Proposal] = {}
         self.local = LocalServer()
+        self.auditor = AuditProcess()
         self.checkers: dict[AuditConfig, CompileChecker] = {}
         self._told: set[str] = set()
 
