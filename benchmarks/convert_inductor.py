@@ -1,12 +1,15 @@
 """`tritonize convert --backend inductor` on a set of tasks: what it chose, how fast that is, how long it took.
 
     python benchmarks/convert_inductor.py [TASK ...] [--device cuda] [--samples 4] [--json FILE]
+    python benchmarks/convert_inductor.py --table RUN.json [RUN.json ...]
 
 Default tasks: benchmarks/tasks/published/*.py (KernelBench level 1/2 problems at their published sizes). Each
 task runs through the real conversion loop (generation of the backend's variants, verification and timing of
 each, a repair round) on one shared verifier pool, so conversion time includes everything a user waits for
 except the pool's one-time start. Prints a row per task, then the geometric means of the chosen candidates'
 speedups: all tasks, and the tasks that have a matmul or convolution (a template or library variant).
+`--table` prints the same table from the `--json` files of earlier runs (a later file's row replaces an
+earlier one of the same task), for a table assembled from runs split over several machines' sessions.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import time
 from pathlib import Path
 
@@ -22,6 +26,10 @@ from model_server.loop import ConvertError, ConvertOptions, Outcome, convert
 from verifier.pool import VerifierPool
 
 TASKS = Path(__file__).resolve().parent / "tasks" / "published"
+HEADER = (
+    f"{'task':<44} {'verdict':<9} {'policy':<7} {'vs eager':>8} {'vs compile':>10} {'secs':>6} {'gen s':>6} "
+    f"{'tried':>5}  chosen"
+)
 
 
 def main() -> None:
@@ -33,14 +41,23 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", help="also write every row here")
+    parser.add_argument("--table", nargs="+", metavar="RUN.json", help="print the table of earlier runs instead")
     args = parser.parse_args()
+    if args.table:
+        rows = {row["task"]: row for path in args.table for row in json.loads(Path(path).read_text())}
+        print(HEADER)
+        for task in sorted(rows):
+            print(_line(rows[task]))
+        print(_summary(list(rows.values())))
+        return
     paths = [_task_path(t) for t in args.tasks] or sorted(TASKS.glob("*.py"))
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        parser.error(f"no such task: {', '.join(missing)} (names are files of {TASKS})")
     backend = create_backend(BackendConfig("inductor"))
     options = ConvertOptions(samples=args.samples, rounds=args.rounds, trials=args.trials)
     rows = []
-    print(
-        f"{'task':<44} {'verdict':<9} {'policy':<7} {'vs eager':>8} {'vs compile':>10} {'secs':>6} {'tried':>5}  chosen"
-    )
+    print(HEADER)
     with VerifierPool(size=args.workers, device=args.device) as pool:
         for path in paths:
             row = _convert(path, backend, pool, options)
@@ -65,6 +82,8 @@ def _convert(path: Path, backend, pool: VerifierPool, options: ConvertOptions) -
         return {"task": path.stem, "verdict": "refused", "error": str(exc), "seconds": time.perf_counter() - started}
     row = {"task": path.stem, "seconds": time.perf_counter() - started, **_chosen(outcome)}
     row["events"] = [(round(at - started, 1), text) for at, text in phases]
+    made = [at for at, text in row["events"] if f"{backend.name} made" in text and "still generating" not in text]
+    row["generation_seconds"] = made[0] if made else None  # round 1's candidates all made
     row["attempts"] = [
         {
             "label": a.label,
@@ -101,9 +120,11 @@ def _line(row: dict) -> str:
     speed = f"{_x(row.get('vs_eager')):>8} {_x(row.get('vs_compile')):>10}"
     what = row.get("label") or row.get("error", "")[:100]
     tried = len(row.get("attempts", []))
+    generation = row.get("generation_seconds")
+    generation = "-" if generation is None else f"{generation:.1f}"
     return (
         f"{row['task']:<44} {row['verdict']:<9} {row.get('policy', '-'):<7} {speed} {row['seconds']:>6.1f} "
-        f"{tried:>5}  {what}"
+        f"{generation:>6} {tried:>5}  {what}"
     )
 
 
@@ -118,7 +139,7 @@ def _summary(rows: list[dict]) -> str:
     lines = [
         "",
         f"tasks {len(rows)}: verified {len(correct)} ({len(strict)} all-Triton, {len(correct) - len(strict)} hybrid)",
-        f"conversion time: median {seconds[len(seconds) // 2]:.1f} s, max {seconds[-1]:.1f} s" if seconds else "",
+        f"conversion time: median {statistics.median(seconds):.1f} s, max {seconds[-1]:.1f} s" if seconds else "",
     ]
     for name, subset in (("all verified", correct), ("with a matmul/conv", [r for r in correct if r["library"]])):
         for key in ("vs_eager", "vs_compile"):

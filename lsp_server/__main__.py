@@ -13,5 +13,5 @@ def main() -> int:
     return arguments.run(arguments)
 
 
-if __name__ == "__main__":  # the audit worker process imports this module again under another name
+if __name__ == "__main__":
     sys.exit(main())

@@ -59,10 +59,10 @@ async def did_change_configuration(ls: TritonizeServer, params: types.DidChangeC
 
 
 @server.feature(types.SHUTDOWN)
-def shutdown(ls: TritonizeServer, params: None) -> None:
+async def shutdown(ls: TritonizeServer, params: None) -> None:
     """On the loop: stop the model server this session started, if any, and the audit worker."""
     ls.session.local.stop()
-    ls.session.auditor.stop()
+    await ls.session.auditor.close()
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -154,5 +154,4 @@ def serve(tcp: str | None = None) -> int:
             server.start_io()
     finally:
         server.session.local.stop()
-        server.session.auditor.stop()
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,20 +18,26 @@ from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, re
 from verifier.cache import cache_dir, inductor_cache_dir
 from verifier.sandbox import Limits, default_memory_limit, launch_prefix, run_limited
 
-CAPTURE_FORMAT = 3  # bump when what `capture` records changes, so cached captures are made again
-MODES = {"default": [], "templates": ["--templates"]}
-# Inductor compiles in a pool of 16 worker processes by default: for the few kernels of a default-mode compile,
-# starting and stopping that pool costs more than it saves (H100 box, 2026-11-23: 30 s -> 19 s per capture);
-# a max-autotune compile, which builds a dozen template configurations, needs it (43 s -> 68 s without).
-SERIAL_COMPILE = {"default"}
+CAPTURE_FORMAT = 4  # bump when what `capture` records changes, so cached captures are made again
+# Inductor compiles in a pool of 16 worker processes by default, started while it imports: for the few kernels
+# of a compile without autotuning, starting that pool costs more than it saves (H100 box, 2026-11-23: 30 s ->
+# 19 s per default-mode capture). Autotuning a dozen template configurations needs it (43 s -> 68 s without).
+# The templates compile is an extra: where it takes longer than this (autotuning a convolution's templates on a
+# busy machine), it is stopped and the default capture's candidates go ahead, so a conversion stays near a minute.
+TEMPLATES_SECONDS = 45.0
 HYBRID_RANK = 3  # the lowest place `_plan` gives the default capture's hybrid candidate, whatever the templates
-# Tiles tried for fp32 matmul templates at tf32x3 precision, besides the one Inductor's autotuner chose for
-# IEEE fp32: tf32x3 does three tensor-core products per step, so its best tile differs.
+# Matmul templates are captured with one configuration, not autotuned (H100, 2026-11-25: a 1024x8192x8192
+# GEMM's templates compile took 43.4 s autotuned and 24.9 s with one configuration, pool included), and the
+# variants set their own tiles. These won on Hopper: tf32x3 (three TF32 tensor-core products per step) at
+# 128x128x32 with 8 warps on 1024x8192x8192, at 128x64x32 with 4 warps on 4096^3; IEEE fp32 at 64x128x32.
 TF32X3_TILES = (
     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 8, "num_stages": 3},
     {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4},
     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4},
 )
+IEEE_TILE = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
+# Convolution templates have no tile the variants set, so a task with a convolution keeps Inductor's autotuning.
+CONVOLUTION = re.compile(r"\b(?:conv(?:_transpose)?[123]d|Conv(?:Transpose)?[123]d|convolution)\b")
 
 
 @dataclass(frozen=True)
@@ -165,17 +172,18 @@ class InductorBackend:
         compile the task that way (with "stopped" when `stop` ended it first). Running out of time or memory is
         a BackendError (not cached). Inductor's own cache is the verifier's, so the torch.compile baseline of
         the same task finds the default-mode graph compiled."""
-        seconds = request.seconds_left(self.timeout)
+        seconds = request.seconds_left(self.timeout if mode == "default" else min(self.timeout, TEMPLATES_SECONDS))
         if seconds < 1:
             raise BackendError("the deadline passed before Inductor could compile the task")
         prefix, _ = launch_prefix(isolate=True)
         command = [*prefix, sys.executable, "-m", "model_server.inductor.capture", str(request.task)]
-        command += ["--device", request.device, *MODES[mode]]
+        flags, pooled = _capture_flags(mode, request.task.read_text())
+        command += ["--device", request.device, *flags]
         limits = Limits(seconds, default_memory_limit())
         cache = inductor_cache_dir()
         cache.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache)}
-        if mode in SERIAL_COMPILE:
+        if not pooled:
             env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         done = run_limited(command, limits, stop, env=env)
         if done.exceeded == "stopped":
@@ -195,6 +203,16 @@ class InductorBackend:
             tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
             raise BackendError(f"Inductor's capture failed (exit {done.returncode}): {tail[0]}")
         return result
+
+
+def _capture_flags(mode: str, task_source: str) -> tuple[list[str], bool]:
+    """The capture's flags for `mode`, and whether Inductor's pool of compile workers is worth starting for it
+    (only to autotune the templates of a convolution)."""
+    if mode == "default":
+        return [], False
+    if CONVOLUTION.search(task_source):
+        return ["--templates"], True
+    return ["--templates", "--configs", "1"], False
 
 
 def _failure_as_error(templates: Future, default_ok: bool) -> dict:
@@ -224,17 +242,24 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
     tile = matmul_tile(templates)
     if tile is None:
         return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *hybrid]
-    ieee = _Planned("templates", Variant(f"Inductor max-autotune template, IEEE fp32, {_describe(tile)}"))
-    tiles = [None] + [other for other in TF32X3_TILES if any(other[k] != tile.get(k) for k in other)]
+    captured = _Planned("templates", Variant(f"Inductor max-autotune template, IEEE fp32, {_describe(tile)}"))
+    if all(tile.get(key) == value for key, value in IEEE_TILE.items()):
+        ieee, captured_if_other = captured, []
+    else:
+        label = f"Inductor max-autotune template, IEEE fp32, {_describe(IEEE_TILE)}"
+        ieee, captured_if_other = (
+            _Planned("templates", Variant(label, tile=IEEE_TILE), captured.variant.label),
+            [captured],
+        )
     tf32x3 = [
         _Planned(
             "templates",
-            Variant(f"Inductor max-autotune template, tf32x3, {_describe(other or tile)}", "tf32x3", other),
+            Variant(f"Inductor max-autotune template, tf32x3, {_describe(tile)}", "tf32x3", tile),
             ieee.variant.label,
         )
-        for other in tiles
+        for tile in TF32X3_TILES
     ]
-    return [*tf32x3[:2], *hybrid, ieee, *tf32x3[2:]]
+    return [*tf32x3[:2], *hybrid, ieee, *tf32x3[2:], *captured_if_other]
 
 
 def _describe(tile: dict) -> str:

@@ -36,9 +36,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("task")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--templates", action="store_true", help="use Inductor's Triton matmul/conv templates")
+    parser.add_argument(
+        "--configs",
+        type=int,
+        metavar="N",
+        help="with --templates: keep the first N of Inductor's template configurations (1: no autotuning)",
+    )
     args = parser.parse_args(argv)
     try:
-        result = capture(Path(args.task), args.device, args.templates)
+        result = capture(Path(args.task), args.device, args.templates, args.configs)
     except CaptureError as exc:
         print(json.dumps({"error": str(exc)}))
         return 1
@@ -46,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def capture(task: Path, device: str, templates: bool) -> dict:
+def capture(task: Path, device: str, templates: bool, configs: int | None = None) -> dict:
     """Wrapper code, kernel configurations, graph inputs, output structure and the scalar arguments Inductor
     baked into the code, of one compiled task (the model in training mode, as the verifier runs it); and how
     long the imports, the task (its model and inputs, made on the device, and an eager call) and the compile
@@ -67,6 +73,7 @@ def capture(task: Path, device: str, templates: bool) -> dict:
     if templates:
         inductor_config.max_autotune_gemm = True
         inductor_config.max_autotune_gemm_backends = "TRITON"
+        inductor_config.test_configs.max_mm_configs = configs
     imported = time.perf_counter()
     module = load_module(str(task), "task")
     seed_everything(0)
@@ -118,6 +125,7 @@ def capture(task: Path, device: str, templates: bool) -> dict:
         "output": structure,
         "helpers": Path(triton_helpers.__file__).read_text(),
         "device": device,
+        "template_configs": configs if templates else None,
         "torch": torch.__version__,
         "seconds": {
             "imports": round(imported - started, 2),

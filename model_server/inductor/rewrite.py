@@ -26,6 +26,9 @@ DROPPED_CALLS = {"assert_size_stride", "assert_alignment", "torch.cuda.set_devic
 ALLOCATORS = {"empty_strided_cuda", "empty_strided_cpu", "empty_strided"}
 MAX_Y_GRID = 65535  # CUDA's limit on the launch grid's y and z sizes
 EXTERN_TORCH = {"mm", "addmm", "bmm", "baddbmm", "convolution"}  # Inductor's extern kernels that are torch functions
+# Extern kernels that are a torch function with an `out_dtype` keyword: the torch function writes `out` in the
+# inputs' dtype, and refuses any other (so a candidate that needed another fails verification, it is never wrong)
+EXTERN_TORCH_OUT_DTYPE = {"bmm_dtype": "bmm", "mm_dtype": "mm"}
 TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
 IMPURE_CALL_WORDS = ("store", "atomic", "inline_asm", "debug", "print", "assert")
 DEFAULT_LABEL = "Inductor's default kernels"
@@ -78,8 +81,7 @@ def rewrite(captured: dict, task_source: str, task_name: str = "task", variant: 
     if variant.precision and not converter.dots:
         raise RewriteError(f"no `tl.dot` to run at {variant.precision} precision")
     helpers = _helper_sources(captured["helpers"], converter.helpers, converter)
-    call = _call_function(wrapper)
-    forward_body = _forward_body(call, kernels, captured, variant.hybrid)
+    forward_body = _forward_body(_launcher_statements(wrapper), kernels, captured, variant.hybrid)
     if not kernels:
         library = re.search(r"\bextern_kernels\.\w+", captured["wrapper"])
         if library:
@@ -107,8 +109,8 @@ def rewrite(captured: dict, task_source: str, task_name: str = "task", variant: 
 
 def uses_library(captured: dict) -> bool:
     """Whether Inductor hands part of the task to a library (an extern kernel or an ATen fallback)."""
-    call = ast.unparse(_call_function(ast.parse(captured["wrapper"])))
-    return re.search(r"\b(extern_kernels|aten|torch\.ops)\.\w+", call) is not None
+    launcher = "\n".join(ast.unparse(stmt) for stmt in _launcher_statements(ast.parse(captured["wrapper"])))
+    return re.search(r"\b(extern_kernels|aten|torch\.ops)\.\w+", launcher) is not None
 
 
 def matmul_tile(captured: dict) -> dict | None:
@@ -338,13 +340,87 @@ def _call_function(wrapper: ast.Module) -> ast.FunctionDef:
     raise RewriteError("Inductor's module has no `call` function")
 
 
-def _forward_body(call: ast.FunctionDef, kernels: dict[str, Kernel], captured: dict, hybrid: bool) -> list[str]:
+def _launcher_statements(wrapper: ast.Module) -> list[ast.stmt]:
+    """The statements of Inductor's `call`, with `with` blocks opened up and each subgraph it calls inlined.
+
+    Inductor calls a subgraph (a decomposition its autotuner chose, such as a split-K matmul) as
+    `name_args = [buf, ...]` then `(out,) = name(name_args)`. Inlined, the subgraph's parameters become the
+    list's items, its locals (named after the subgraph) become `subN_...`, and its return is assigned to the
+    call's targets."""
+    functions = {node.name: node for node in wrapper.body if isinstance(node, ast.FunctionDef)}
+    lists: dict[str, list[ast.expr]] = {}
+    statements: list[ast.stmt] = []
+    for stmt in _flatten_with(_call_function(wrapper).body):
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        if isinstance(target, ast.Name) and isinstance(stmt.value, ast.List):
+            lists[target.id] = stmt.value.elts
+            continue
+        value = stmt.value if isinstance(stmt, ast.Assign) else None
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id in functions
+            and len(value.args) == 1
+            and ast.unparse(value.args[0]) in lists
+        ):
+            arguments = lists[ast.unparse(value.args[0])]
+            prefix = f"sub{sum(1 for s in statements if isinstance(s, _SubgraphMark))}_"
+            statements.append(_SubgraphMark())
+            statements += _inlined(functions[value.func.id], arguments, target, prefix)
+            continue
+        statements.append(stmt)
+    return [stmt for stmt in statements if not isinstance(stmt, _SubgraphMark)]
+
+
+class _SubgraphMark(ast.Pass):
+    """Counts the subgraphs inlined so far (each gets its own prefix); dropped from the statements."""
+
+
+def _inlined(function: ast.FunctionDef, arguments: list[ast.expr], target: ast.expr, prefix: str) -> list[ast.stmt]:
+    """A subgraph's statements with its parameters bound to `arguments` and its return assigned to `target`."""
+    body = list(_flatten_with(function.body))
+    unpacking = next((stmt for stmt in body if _is_args_unpacking(stmt)), None)
+    parameters = [ast.unparse(t) for t in getattr(unpacking.targets[0], "elts", [])] if unpacking else []
+    if len(parameters) != len(arguments):
+        raise RewriteError(
+            f"Inductor's subgraph `{function.name}` takes {len(parameters)} inputs, given {len(arguments)}"
+        )
+    bound = dict(zip(parameters, arguments))
+    local = function.name + "_"
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            if node.id in bound:
+                return ast.copy_location(ast.Name(ast.unparse(bound[node.id]), node.ctx), node)
+            if node.id.startswith(local):
+                node.id = prefix + node.id.removeprefix(local)
+            return node
+
+    statements = []
+    for stmt in body:
+        if stmt is unpacking or (isinstance(stmt, ast.Expr) and ast.unparse(stmt) == "args.clear()"):
+            continue
+        stmt = Rename().visit(stmt)
+        if isinstance(stmt, ast.Return):
+            targets = target.elts if isinstance(target, ast.Tuple) else [target]
+            values = stmt.value.elts if isinstance(stmt.value, ast.Tuple) else [stmt.value]
+            if len(targets) != len(values):
+                raise RewriteError(
+                    f"Inductor's subgraph `{function.name}` returns {len(values)} values, not {len(targets)}"
+                )
+            statements += [ast.Assign([t], v, lineno=0) for t, v in zip(targets, values)]
+            continue
+        statements.append(stmt)
+    return statements
+
+
+def _forward_body(statements: list[ast.stmt], kernels: dict[str, Kernel], captured: dict, hybrid: bool) -> list[str]:
     """`forward`'s body: Inductor's `call` with graph inputs read from forward's arguments and the module,
     allocations on the inputs' device, and kernel launches in Triton's own syntax."""
     graph_inputs = captured["graph_inputs"]
     lines: list[str] = []
     names: dict[str, str] = {}
-    for stmt in _flatten_with(call.body):
+    for stmt in statements:
         if _is_args_unpacking(stmt):
             names = _input_names(stmt, graph_inputs)
             device_source = next((s for s in graph_inputs if not s.startswith("self.")), graph_inputs[0])
@@ -416,7 +492,7 @@ def _statement(stmt: ast.stmt, kernels: dict[str, Kernel], output: dict, hybrid:
 
 
 def _library_call(name: str) -> bool:
-    return name.startswith("extern_kernels.") and name.split(".", 1)[1] in EXTERN_TORCH
+    return name.startswith("extern_kernels.") and name.split(".", 1)[1] in EXTERN_TORCH | EXTERN_TORCH_OUT_DTYPE.keys()
 
 
 def _expression(value: ast.expr, hybrid: bool = False) -> str:
@@ -433,8 +509,12 @@ def _expression(value: ast.expr, hybrid: bool = False) -> str:
             start = f"{base}.storage_offset()" + ("" if offset == "0" else f" + {offset}")
             return f"{base}.as_strided({size}, {stride}, {start})"
         if hybrid and _library_call(name):
+            function = name.split(".", 1)[1]
             keywords = [ast.unparse(k) for k in value.keywords]
-            return f"torch.{name.split('.', 1)[1]}({', '.join(args + keywords)})"
+            if function in EXTERN_TORCH_OUT_DTYPE:
+                function = EXTERN_TORCH_OUT_DTYPE[function]
+                keywords = [ast.unparse(k) for k in value.keywords if k.arg != "out_dtype"]
+            return f"torch.{function}({', '.join(args + keywords)})"
         raise RewriteError(_not_triton(name, ast.unparse(value)[:160]))
     raise RewriteError(f"unsupported expression in Inductor's launcher: {ast.unparse(value)[:160]}")
 

@@ -1,13 +1,14 @@
-"""The language server's audit worker: a real spawned process, killed and starved for real."""
+"""The language server's audit worker: a real process, killed, starved and overrun for real."""
 
 import asyncio
-import multiprocessing
 import os
 import signal
 
 import pytest
 
+from lsp_server import audit_process
 from lsp_server.audit_process import AuditError, AuditProcess
+from tests.verifier.audit.worst_cases import many_kernels
 from verifier.audit.config import AuditConfig
 
 KERNEL = """import triton
@@ -32,25 +33,41 @@ async def test_findings_come_back_from_the_worker_process():
         result = await auditor.audit(KERNEL, "k.py", AuditConfig())
         assert "TRI201" in _rules(result)  # the unmasked load and store
         assert [kernel.name for kernel in result.kernels] == ["k"]
-        workers = multiprocessing.active_children()
-        assert workers and all(worker.pid != os.getpid() for worker in workers)
+        assert auditor.worker_pid not in (None, os.getpid())
     finally:
-        auditor.stop()
+        await auditor.close()
+    assert auditor.worker_pid is None
 
 
 @pytest.mark.asyncio
-async def test_a_killed_worker_fails_one_audit_with_a_clear_error_and_the_next_starts_a_new_one():
+async def test_a_worker_killed_during_an_audit_fails_that_audit_clearly_and_the_next_gets_a_new_one():
     auditor = AuditProcess()
     try:
         await auditor.audit(KERNEL, "k.py", AuditConfig())
-        for worker in multiprocessing.active_children():
-            os.kill(worker.pid, signal.SIGKILL)
-        await asyncio.sleep(0.2)
+        first = auditor.worker_pid
+        slow = asyncio.ensure_future(auditor.audit(many_kernels(6000), "slow.py", AuditConfig(time_budget=60)))
+        await asyncio.sleep(0.3)  # parsing 42,000 lines takes over a second
+        os.kill(first, signal.SIGKILL)
         with pytest.raises(AuditError, match="stopped its worker process"):
-            await auditor.audit(KERNEL, "k.py", AuditConfig())
+            await slow
         assert "TRI201" in _rules(await auditor.audit(KERNEL, "k.py", AuditConfig()))
+        assert auditor.worker_pid not in (None, first)
     finally:
-        auditor.stop()
+        await auditor.close()
+
+
+@pytest.mark.asyncio
+async def test_a_worker_that_died_between_audits_is_replaced_without_an_error():
+    auditor = AuditProcess()
+    try:
+        await auditor.audit(KERNEL, "k.py", AuditConfig())
+        first = auditor.worker_pid
+        os.kill(first, signal.SIGKILL)
+        await asyncio.sleep(0.3)
+        assert "TRI201" in _rules(await auditor.audit(KERNEL, "k.py", AuditConfig()))
+        assert auditor.worker_pid not in (None, first)
+    finally:
+        await auditor.close()
 
 
 @pytest.mark.asyncio
@@ -62,4 +79,20 @@ async def test_a_file_past_the_memory_limit_is_a_finding_and_the_worker_lives_on
         assert [(f.rule, "MemoryError" in f.message) for f in result.findings] == [("TRI001", True)]
         assert "TRI201" in _rules(await auditor.audit(KERNEL, "k.py", AuditConfig()))
     finally:
-        auditor.stop()
+        await auditor.close()
+
+
+@pytest.mark.asyncio
+async def test_an_audit_past_its_time_is_killed_and_the_next_one_runs(monkeypatch):
+    """Parsing 42,000 lines takes over a second; with no slack beyond a 0.1 s budget the worker is killed."""
+    monkeypatch.setattr(audit_process, "SLACK_SECONDS", 0.0)
+    auditor = AuditProcess()
+    try:
+        await auditor.audit(KERNEL, "k.py", AuditConfig())  # started and warm
+        first = auditor.worker_pid
+        with pytest.raises(AuditError, match=r"took longer than 0\.1 s"):
+            await auditor.audit(many_kernels(6000), "slow.py", AuditConfig(time_budget=0.1))
+        assert "TRI201" in _rules(await auditor.audit(KERNEL, "k.py", AuditConfig()))
+        assert auditor.worker_pid not in (None, first)
+    finally:
+        await auditor.close()

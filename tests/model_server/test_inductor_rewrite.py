@@ -13,9 +13,11 @@ import sys
 
 import pytest
 
-from model_server.backends.inductor import _plan
-from model_server.inductor.rewrite import GRIDS, Kernel, RewriteError, Variant, _GridSizes, rewrite
+from model_server.backends import inductor
+from model_server.backends.inductor import IEEE_TILE, _plan
+from model_server.inductor.rewrite import GRIDS, Kernel, RewriteError, Variant, _GridSizes, rewrite, uses_library
 from tests.model_server.inductor_fixtures import FIXTURES, expected_path, fixtures, load, rewritten
+from verifier.audit.anti_hacking import check_candidate
 from verifier.audit.engine import audit_source
 from verifier.rules import RULES
 
@@ -63,14 +65,31 @@ def _cuda_matmul() -> dict[str, dict]:
 
 
 def test_a_gpu_matmul_gets_distinct_labelled_variants_with_fallbacks():
+    """The templates are captured with one configuration (not autotuned): the variants set the tiles, and the
+    template as Inductor made it comes last, as the IEEE variant's own fallback."""
     plan = _plan(_cuda_matmul())
     labels = [p.variant.label for p in plan]
     assert len(set(labels)) == len(labels) == 6
-    assert labels[0] == "Inductor max-autotune template, tf32x3, BLOCK 64x128x32, 8 warps, 4 stages"
+    assert labels[:2] == [
+        "Inductor max-autotune template, tf32x3, BLOCK 128x128x32, 8 warps, 3 stages",
+        "Inductor max-autotune template, tf32x3, BLOCK 128x64x32, 4 warps, 4 stages",
+    ]
     assert labels[2] == "Inductor's default: library call + fused Triton" and plan[2].variant.hybrid
-    ieee = "Inductor max-autotune template, IEEE fp32, BLOCK 64x128x32, 8 warps, 4 stages"
-    assert labels[3] == ieee
+    ieee = "Inductor max-autotune template, IEEE fp32, BLOCK 64x128x32, 4 warps, 4 stages"
+    as_captured = "Inductor max-autotune template, IEEE fp32, BLOCK 64x128x32, 8 warps, 4 stages"
+    assert labels[3] == ieee and labels[5] == as_captured
     assert all(p.fallback == ieee for p in plan if p.variant.precision == "tf32x3")
+    assert plan[3].fallback == as_captured and plan[3].variant.tile == IEEE_TILE
+
+
+def test_the_ieee_variant_is_the_captured_template_itself_when_it_has_the_ieee_tile(monkeypatch):
+    captures = _cuda_matmul()
+    monkeypatch.setattr(inductor, "IEEE_TILE", {**IEEE_TILE, "num_warps": 8})  # the fixture template's tile
+    plan = _plan(captures)
+    ieee = [p for p in plan if p.variant.precision is None and not p.variant.hybrid]
+    assert [(p.variant.label, p.variant.tile, p.fallback) for p in ieee] == [
+        ("Inductor max-autotune template, IEEE fp32, BLOCK 64x128x32, 8 warps, 4 stages", None, None)
+    ]
 
 
 def test_tf32x3_and_a_retuned_tile_rewrite_the_template():
@@ -105,3 +124,27 @@ def test_the_y_overflow_grid_spills_into_z_as_inductor_launches_it(ynumel, expec
     kernel = Kernel("k", "k", ast.parse("def k(a, ynumel, xnumel): pass").body[0], "Grid2DWithYZOverflow", {})
     sizes = _GridSizes(kernel, ["a", str(ynumel), "1000"], {"XBLOCK": 256, "YBLOCK": 8})
     assert GRIDS["Grid2DWithYZOverflow"](sizes) == expected
+
+
+def test_a_subgraph_inductor_calls_is_inlined_into_the_hybrid():
+    """Inductor's split-K matrix-vector product on the H100 (its autotuner's `decompose_k` choice): a subgraph
+    called with a list of buffers, holding a batched cuBLAS product with `out_dtype` and two Triton reductions."""
+    capture, task, name = load(FIXTURES / "matvec.cuda-templates.json")
+    assert uses_library(capture)  # the library call is inside the subgraph, not in `call` itself
+    source = rewrite(capture, task, name, Variant("hybrid", hybrid=True))
+    assert (
+        "torch.bmm(A.as_strided((256, 2048, 4096), (4096, 1048576, 1), A.storage_offset()), "
+        "B.as_strided((256, 4096, 1), (4096, 1, 1), B.storage_offset()), out=sub0_buf0)"
+    ) in source
+    assert "mm_kernel_0[(256,)](sub0_buf0, sub0_buf1, 4096, 128," in source
+    assert "mm_kernel_1[(16,)](sub0_buf1, sub0_buf2, 2048, 2," in source
+    assert "out_dtype" not in source and "decompose_k" not in source and "args" not in source
+    rejected = [f.rule for f in check_candidate(source) if RULES[f.rule].rejects and f.rule != "TRI302"]
+    assert rejected == []  # the hybrid policy lifts TRI302 (library compute) and nothing else
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--select", "E4,E7,E9,F", "-"],
+        input=source,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout
