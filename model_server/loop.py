@@ -96,9 +96,35 @@ def convert(
     check_task_file(task)
     started = time.monotonic()
     outcome = Outcome()
+    over = threading.Event()
+
+    def stop() -> bool:
+        return over.is_set() or cancelled() or _past(options.deadline, started)
+
+    # while the backend generates, the sandboxes start and the task's baselines are timed (a verification that
+    # wants the slot in use waits for it; GPU measurements never overlap other GPU work, see verifier.gpu_lock)
+    threading.Thread(target=_warm, args=(pool, task, options, stop), name="warm-verifier", daemon=True).start()
+    try:
+        _rounds(task, backend, pool, options, emit, cancelled, stop, started, outcome)
+    finally:
+        over.set()
+    emit(_done_event(outcome))
+    return outcome
+
+
+def _rounds(
+    task: Path,
+    backend: Backend,
+    pool: VerifierPool,
+    options: ConvertOptions,
+    emit: Emit,
+    cancelled: Callable[[], bool],
+    stop: Callable[[], bool],
+    started: float,
+    outcome: Outcome,
+) -> None:
+    """Generate, verify and feed failures back, round after round, into `outcome`."""
     feedback: list[dict] = []
-    # the sandboxes start while the backend generates (a verification that wants a slot being started waits)
-    threading.Thread(target=_warm, args=(pool,), name="warm-verifier", daemon=True).start()
     with tempfile.TemporaryDirectory(prefix="tritonize-convert-") as scratch:
         for round_number in range(1, options.rounds + 1):
             reason = _stop_reason(options, outcome, started, cancelled)
@@ -106,10 +132,6 @@ def convert(
                 outcome.stopped = reason
                 break
             emit(api.round_started(round_number, options.samples))
-
-            def stop() -> bool:
-                return cancelled() or _past(options.deadline, started)
-
             verifier = _RoundVerifier(task, round_number, Path(scratch), pool, options, emit, stop)
             failure = None
             try:
@@ -138,14 +160,15 @@ def convert(
                 break
         if outcome.stopped == "finished":
             outcome.stopped = _stop_reason(options, outcome, started, cancelled) or "finished"
-    emit(_done_event(outcome))
-    return outcome
 
 
-def _warm(pool: VerifierPool) -> None:
-    """Start the pool's sandboxes; a failure to start is left to the first verification to report."""
+def _warm(pool: VerifierPool, task: Path, options: ConvertOptions, stop: Callable[[], bool]) -> None:
+    """Start the pool's sandboxes, then time the task's baselines (on a GPU); a failure is left to the
+    verifications to report."""
     with contextlib.suppress(Exception):
         pool.warm()
+        if not stop():
+            pool.time_baseline(task, cancelled=stop, trials=options.trials, timeout=options.timeout)
 
 
 def _generated_note(backend: str, generated: list[Generated], asked: int, seconds: float, before: int = 0) -> str:
@@ -162,9 +185,8 @@ def _generated_note(backend: str, generated: list[Generated], asked: int, second
 def _early_note(backend: str, candidates: list[Generated], seconds: float, before: int) -> str:
     """Candidates the backend handed over while it goes on generating."""
     count = f"{len(candidates)} candidate{'s' if len(candidates) != 1 else ''}"
-    return (
-        f"{backend} made {count} in {seconds:.1f} s and is still generating; verifying meanwhile (timing waits "
-        f"until it is done)" + _labels(candidates, before)
+    return f"{backend} made {count} in {seconds:.1f} s and is still generating; verifying meanwhile" + _labels(
+        candidates, before
     )
 
 
@@ -186,24 +208,21 @@ def _generate(
     emit: Emit,
     verifier: _RoundVerifier,
 ) -> None:
-    """One round's candidates, each submitted to `verifier` as soon as the backend has it. While the backend
-    still works (compiling, autotuning on the GPU) after handing some over early, no timing starts."""
+    """One round's candidates, each submitted to `verifier` as soon as the backend has it. (A backend's own GPU
+    work, such as Inductor's autotuning, holds the GPU shared: no timing runs beside it.)"""
     deadline = None if options.deadline is None else started + options.deadline
     generation_started = time.monotonic()
-    with contextlib.ExitStack() as paused:
 
-        def early(candidates: list[Generated]) -> None:
-            candidates = candidates[: options.samples - len(verifier.submitted)]
-            if not candidates:
-                return
-            if not verifier.submitted:
-                paused.enter_context(pool.pause_timing())
-            seconds = time.monotonic() - generation_started
-            emit(api.note(round_number, _early_note(backend.name, candidates, seconds, len(verifier.submitted))))
-            verifier.submit(candidates, last=False)
+    def early(candidates: list[Generated]) -> None:
+        candidates = candidates[: options.samples - len(verifier.submitted)]
+        if not candidates:
+            return
+        seconds = time.monotonic() - generation_started
+        emit(api.note(round_number, _early_note(backend.name, candidates, seconds, len(verifier.submitted))))
+        verifier.submit(candidates, last=False)
 
-        request = GenerationRequest(task, options.samples, pool.device, round_number, feedback, deadline, early)
-        rest = backend.generate(request)[: options.samples - len(verifier.submitted)]
+    request = GenerationRequest(task, options.samples, pool.device, round_number, feedback, deadline, early)
+    rest = backend.generate(request)[: options.samples - len(verifier.submitted)]
     if rest or verifier.submitted:
         seconds = time.monotonic() - generation_started
         note = _generated_note(backend.name, rest, options.samples, seconds, len(verifier.submitted))

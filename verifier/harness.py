@@ -61,7 +61,7 @@ READY_TIMEOUT = 600.0
 FINGERPRINT_MODULUS = 65521
 GC_AFTER_BYTES = 64 * 2**20
 EXACT_OUTPUT_BYTES = 4 * 2**30  # the published cumsum's 4 GiB output still gets its second opinion
-EXACT_INPUT_BYTES = 8 * 2**30
+EXACT_INPUT_BYTES = 8 * 2**30  # on a CPU; on a GPU, what the device has free (the published matvec's are 8 GiB)
 EXACT_MODEL_BYTES = 2 * 2**30
 UNTRUSTED_FRAME_ERRORS = (ValueError, TypeError, KeyError, IndexError, RecursionError, OverflowError, RuntimeError)
 
@@ -277,13 +277,13 @@ def _second_opinion(
 
 def _float64_outputs(model: torch.nn.Module, module: ModuleType, seed: int, device: torch.device) -> list | None:
     """The task's outputs in float64 (a copy of the model, the call's inputs widened), or None where that is
-    not possible within `EXACT_INPUT_BYTES` and `EXACT_MODEL_BYTES` or fails."""
+    not possible within `EXACT_MODEL_BYTES` and the room for the widened inputs, or fails."""
     state = sum(_nbytes(t) for t in (*model.parameters(), *model.buffers()))
     if state > EXACT_MODEL_BYTES:
         return None
     try:
         inputs = trial_inputs(module, seed, device)
-        if sum(_nbytes(x) for x in inputs) > EXACT_INPUT_BYTES:
+        if not _room_to_widen(inputs, device):
             return None
         wide = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
         del inputs
@@ -292,6 +292,16 @@ def _float64_outputs(model: torch.nn.Module, module: ModuleType, seed: int, devi
         return flatten(output)[1]
     except Exception:  # an op with no float64 kernel, memory: the fp32 verdict stands
         return None
+
+
+def _room_to_widen(inputs: list, device: torch.device) -> bool:
+    """Whether float64 copies of `inputs` fit: on a GPU in 80% of its free memory (a verification beside this
+    one must not run out because of it), on a CPU within EXACT_INPUT_BYTES."""
+    wide = 2 * sum(_nbytes(x) for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point())
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return wide <= 0.8 * free
+    return wide <= 2 * EXACT_INPUT_BYTES
 
 
 def time_reference(job: Job) -> TimedReference:

@@ -1,18 +1,18 @@
 """A pool of warm sandboxes that verifies many candidates with bounded concurrency, and the one-off `verify`.
 
 A `VerifierPool` owns `size` slots (each a reference zygote and a candidate zygote in their own sandboxes,
-see `verification.Slot`), runs that many verifications at once, and shares one timing lock between them so
-GPU measurements never overlap. Zygotes start on first use and stay warm between verifications.
+see `verification.Slot`), runs that many verifications at once, and shares one timing lock between them;
+`gpu_lock` keeps every timing run alone on the GPU, across processes too. Zygotes start on first use and stay
+warm between verifications; `warm` starts them ahead and `time_baseline` times a task's baselines ahead.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -93,12 +93,17 @@ class VerifierPool:
                     slot.stop()
                 self._free.put(slot)
 
-    @contextlib.contextmanager
-    def pause_timing(self) -> Iterator[None]:
-        """No timing starts while inside (one in progress is waited for): for other work on the GPU, such as a
-        compile that autotunes, which would skew the measurements. Correctness runs go on."""
-        with self.shared.timing_lock:
-            yield
+    def time_baseline(self, task: str | os.PathLike, cancelled: Callable[[], bool] | None = None, **options) -> None:
+        """Measure the task's eager and torch.compile timings now, on a free slot, for the verifications of the
+        task that follow (they reuse them); nothing on a CPU. Options as for `verify`."""
+        if self._closed:
+            raise RuntimeError("the pool is closed")
+        opts = VerifyOptions(**options)
+        slot = self._free.get()
+        try:
+            Verification(slot, self.shared, Path(task), Path(task), opts, cancelled).time_baseline()
+        finally:
+            self._free.put(slot)
 
     def verify_many(self, pairs: Iterable[tuple[str, str]], **options) -> list[Report]:
         """Verify (task, candidate) pairs concurrently, one per slot; results in input order."""

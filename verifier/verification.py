@@ -10,6 +10,7 @@ to exactly one verdict.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import random
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verifier import sanitizer
+from verifier import gpu_lock, sanitizer
 from verifier.audit.anti_hacking import check_candidate
 from verifier.channel import Channel
 from verifier.errors import TaskError, UsageError
@@ -161,6 +162,20 @@ class Verification:
             self.report.phases = {k: round(v, 4) for k, v in self.phases.items()}
         return self.report
 
+    def time_baseline(self) -> None:
+        """Only the task's eager and torch.compile timings, cached for the verifications that follow (on a GPU):
+        what a conversion can measure while its candidates are still being generated."""
+        module_name = check_task_file(self.task)
+        if self.shared.device != "cuda" or not self.opts.timing:
+            return
+        try:
+            start_all([self.slot.reference])
+            self.first_seed = self.seeder.randrange(2**31)
+            with self.shared.timing_lock, gpu_lock.measuring():
+                self._baseline(module_name)
+        finally:
+            self.slot.reference.wipe(keep=(".triton", ".cache"))
+
     def _run(self) -> None:
         report = self.report
         module_name = check_task_file(self.task)
@@ -241,7 +256,15 @@ class Verification:
 
     def _run_pair(self, module_name: str, kind: JobKind, calls: list[Call]) -> tuple[ReferenceResult, dict] | None:
         """The reference side's comparing job and the candidate's job, side by side, joined by the slot's
-        channel; both results, or None after setting the verdict for a candidate that did not finish."""
+        channel; both results, or None after setting the verdict for a candidate that did not finish. Outside a
+        timing run (whose caller holds the GPU alone), the pair shares the GPU: no timing runs meanwhile."""
+        sharing = self.shared.device == "cuda" and kind != "time_candidate"
+        with gpu_lock.sharing() if sharing else contextlib.nullcontext():
+            return self._run_jobs_of_pair(module_name, kind, calls)
+
+    def _run_jobs_of_pair(
+        self, module_name: str, kind: JobKind, calls: list[Call]
+    ) -> tuple[ReferenceResult, dict] | None:
         slot, channel = self.slot, self.slot.channel
         ref_name, ref_dir = slot.reference.new_job_dir()
         shutil.copyfile(self.task, ref_dir / f"{module_name}.py")
@@ -333,7 +356,8 @@ class Verification:
         calls: list[Call] = [{"seed": self.first_seed, "grad": False, "label": "sanitized call"}]
         extra = {"inputs_source": inputs, "sanitizer": executable}
         seconds = max(SANITIZE_MIN_SECONDS, SANITIZE_SLOWDOWN * self.opts.timeout)
-        outcome = self._run_job(self.slot.candidate, name, "sanitize", extra, calls, seconds=seconds)
+        with gpu_lock.sharing():
+            outcome = self._run_job(self.slot.candidate, name, "sanitize", extra, calls, seconds=seconds)
         self.phases["sanitize_s"] = time.perf_counter() - started
         count, errors = sanitizer.read_log(_read_text(job_dir / SANITIZER_LOG_FILE, SANITIZER_LOG_LIMIT))
         if errors or count:
@@ -357,7 +381,7 @@ class Verification:
     # ------------------------------------------------------------ timing
 
     def _time(self, module_name: str) -> None:
-        with self.shared.timing_lock:
+        with self.shared.timing_lock, gpu_lock.measuring():
             started = time.perf_counter()
             timing = self._measure(module_name)
             self.phases["timing_s"] = time.perf_counter() - started
@@ -368,7 +392,7 @@ class Verification:
             if not self._check_correctness(module_name, 2 * self.opts.trials):
                 self.report.message = f"re-verification of a {fastest:.1f}x speedup failed: {self.report.message}"
                 return
-            with self.shared.timing_lock:
+            with self.shared.timing_lock, gpu_lock.measuring():
                 timing = self._measure(module_name)
             if timing is None:
                 return

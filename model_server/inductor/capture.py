@@ -12,6 +12,7 @@ exists. Each kernel then gets the first configuration of Inductor's own heuristi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import re
@@ -21,6 +22,7 @@ from pathlib import Path
 from unittest import mock
 
 from model_server.inductor.rewrite import kernel_sources
+from verifier import gpu_lock
 
 
 class CaptureError(Exception):
@@ -76,40 +78,42 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
         inductor_config.test_configs.max_mm_configs = configs
     imported = time.perf_counter()
     module = load_module(str(task), "task")
-    seed_everything(0)
-    with torch.device(device):  # made where they are used: a 6 GiB input costs seconds to draw on the CPU
-        model = module.Model(*module.get_init_inputs()).to(device)
-    inputs = trial_inputs(module, 0, torch.device(device))
-    with torch.no_grad():
-        structure, leaves = flatten(model(*inputs))
-    if not all(isinstance(leaf, torch.Tensor) for leaf in leaves):
-        raise CaptureError("forward must return a tensor or a tuple/list of tensors")
+    # the GPU is shared with correctness runs, and no timing runs meanwhile (Inductor autotunes on it)
+    with gpu_lock.sharing() if device == "cuda" else contextlib.nullcontext():
+        seed_everything(0)
+        with torch.device(device):  # made where they are used: a 6 GiB input costs seconds to draw on the CPU
+            model = module.Model(*module.get_init_inputs()).to(device)
+        inputs = trial_inputs(module, 0, torch.device(device))
+        with torch.no_grad():
+            structure, leaves = flatten(model(*inputs))
+        if not all(isinstance(leaf, torch.Tensor) for leaf in leaves):
+            raise CaptureError("forward must return a tensor or a tuple/list of tensors")
 
-    graph_inputs: list[str] = []
+        graph_inputs: list[str] = []
 
-    def backend(gm, example_inputs):
-        graph_inputs[:] = [_expression(node) for node in gm.graph.nodes if node.op == "placeholder"]
-        return compile_fx(gm, example_inputs)
+        def backend(gm, example_inputs):
+            graph_inputs[:] = [_expression(node) for node in gm.graph.nodes if node.op == "placeholder"]
+            return compile_fx(gm, example_inputs)
 
-    codes: list[str] = []
+        codes: list[str] = []
 
-    def save_output_code(code: str) -> None:
-        codes.append(code)
-        if device == "cpu":
-            raise _Captured
+        def save_output_code(code: str) -> None:
+            codes.append(code)
+            if device == "cpu":
+                raise _Captured
 
-    ready = time.perf_counter()
-    torch._dynamo.reset()
-    compiled = torch.compile(model, backend=backend, fullgraph=True)
-    with mock.patch.object(GraphLowering, "save_output_code", save_output_code, create=True):
-        try:
-            with torch.no_grad():
-                compiled(*inputs)
-        except Exception as exc:
-            if not _caused_by(exc, _Captured):
-                raise CaptureError(f"torch.compile failed: {_first_line(exc)}") from exc
-    if not codes:
-        raise CaptureError("Inductor produced no code for this task")
+        ready = time.perf_counter()
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend=backend, fullgraph=True)
+        with mock.patch.object(GraphLowering, "save_output_code", save_output_code, create=True):
+            try:
+                with torch.no_grad():
+                    compiled(*inputs)
+            except Exception as exc:
+                if not _caused_by(exc, _Captured):
+                    raise CaptureError(f"torch.compile failed: {_first_line(exc)}") from exc
+        if not codes:
+            raise CaptureError("Inductor produced no code for this task")
     wrapper = codes[-1]
     parameters = list(inspect.signature(model.forward).parameters)
     scalars = {
