@@ -1,8 +1,10 @@
 """The language server's audit worker: a real process, killed, starved and overrun for real."""
 
 import asyncio
+import contextlib
 import os
 import signal
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -26,23 +28,33 @@ def _rules(result) -> set[str]:
     return {finding.rule for finding in result.findings}
 
 
+@contextlib.asynccontextmanager
+async def _running(**options) -> AsyncIterator[AuditProcess]:
+    auditor = AuditProcess(**options)
+    try:
+        yield auditor
+    finally:
+        await auditor.close()
+
+
+async def _serves_with_a_new_worker(auditor: AuditProcess, old: int | None) -> None:
+    assert "TRI201" in _rules(await auditor.audit(KERNEL, "k.py", AuditConfig()))
+    assert auditor.worker_pid not in (None, old)
+
+
 @pytest.mark.asyncio
 async def test_findings_come_back_from_the_worker_process():
-    auditor = AuditProcess()
-    try:
+    async with _running() as auditor:
         result = await auditor.audit(KERNEL, "k.py", AuditConfig())
         assert "TRI201" in _rules(result)  # the unmasked load and store
         assert [kernel.name for kernel in result.kernels] == ["k"]
         assert auditor.worker_pid not in (None, os.getpid())
-    finally:
-        await auditor.close()
     assert auditor.worker_pid is None
 
 
 @pytest.mark.asyncio
 async def test_a_worker_killed_during_an_audit_fails_that_audit_clearly_and_the_next_gets_a_new_one():
-    auditor = AuditProcess()
-    try:
+    async with _running() as auditor:
         await auditor.audit(KERNEL, "k.py", AuditConfig())
         first = auditor.worker_pid
         slow = asyncio.ensure_future(auditor.audit(many_kernels(6000), "slow.py", AuditConfig(time_budget=60)))
@@ -50,49 +62,35 @@ async def test_a_worker_killed_during_an_audit_fails_that_audit_clearly_and_the_
         os.kill(first, signal.SIGKILL)
         with pytest.raises(AuditError, match="stopped its worker process"):
             await slow
-        assert "TRI201" in _rules(await auditor.audit(KERNEL, "k.py", AuditConfig()))
-        assert auditor.worker_pid not in (None, first)
-    finally:
-        await auditor.close()
+        await _serves_with_a_new_worker(auditor, first)
 
 
 @pytest.mark.asyncio
 async def test_a_worker_that_died_between_audits_is_replaced_without_an_error():
-    auditor = AuditProcess()
-    try:
+    async with _running() as auditor:
         await auditor.audit(KERNEL, "k.py", AuditConfig())
         first = auditor.worker_pid
         os.kill(first, signal.SIGKILL)
         await asyncio.sleep(0.3)
-        assert "TRI201" in _rules(await auditor.audit(KERNEL, "k.py", AuditConfig()))
-        assert auditor.worker_pid not in (None, first)
-    finally:
-        await auditor.close()
+        await _serves_with_a_new_worker(auditor, first)
 
 
 @pytest.mark.asyncio
 async def test_a_file_past_the_memory_limit_is_a_finding_and_the_worker_lives_on():
-    auditor = AuditProcess(memory_limit=600 * 2**20)
     huge = KERNEL + "\n".join(f"v{i} = [{', '.join(['1'] * 200)}]" for i in range(20000))  # a 4 GB syntax tree
-    try:
+    async with _running(memory_limit=600 * 2**20) as auditor:
         result = await auditor.audit(huge, "huge.py", AuditConfig())
         assert [(f.rule, "MemoryError" in f.message) for f in result.findings] == [("TRI001", True)]
         assert "TRI201" in _rules(await auditor.audit(KERNEL, "k.py", AuditConfig()))
-    finally:
-        await auditor.close()
 
 
 @pytest.mark.asyncio
 async def test_an_audit_past_its_time_is_killed_and_the_next_one_runs(monkeypatch):
     """Parsing 42,000 lines takes over a second; with no slack beyond a 0.1 s budget the worker is killed."""
     monkeypatch.setattr(audit_process, "SLACK_SECONDS", 0.0)
-    auditor = AuditProcess()
-    try:
+    async with _running() as auditor:
         await auditor.audit(KERNEL, "k.py", AuditConfig())  # started and warm
         first = auditor.worker_pid
         with pytest.raises(AuditError, match=r"took longer than 0\.1 s"):
             await auditor.audit(many_kernels(6000), "slow.py", AuditConfig(time_budget=0.1))
-        assert "TRI201" in _rules(await auditor.audit(KERNEL, "k.py", AuditConfig()))
-        assert auditor.worker_pid not in (None, first)
-    finally:
-        await auditor.close()
+        await _serves_with_a_new_worker(auditor, first)
