@@ -8,11 +8,12 @@ warm between verifications; `warm` starts them ahead and `time_baseline` times a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -64,16 +65,11 @@ class VerifierPool:
         """Verify one candidate file against one task file; see `VerifyOptions` for the options.
 
         `cancelled` is polled while jobs run: once it returns true the sandboxes are killed and Cancelled raised."""
-        if self._closed:
-            raise RuntimeError("the pool is closed")
         opts = options.pop("options", None) or VerifyOptions(**options)
-        slot = self._free.get()
-        try:
+        with self._slot() as slot:
             if cancelled is not None and cancelled():
                 raise Cancelled
             return Verification(slot, self.shared, Path(task), Path(candidate), opts, cancelled).run()
-        finally:
-            self._free.put(slot)
 
     def warm(self) -> float:
         """Start the zygotes of every free slot now, all at once (what the first verification on a slot would
@@ -96,12 +92,18 @@ class VerifierPool:
     def time_baseline(self, task: str | os.PathLike, cancelled: Callable[[], bool] | None = None, **options) -> None:
         """Measure the task's eager and torch.compile timings now, on a free slot, for the verifications of the
         task that follow (they reuse them); nothing on a CPU. Options as for `verify`."""
+        opts = VerifyOptions(**options)
+        with self._slot() as slot:
+            Verification(slot, self.shared, Path(task), Path(task), opts, cancelled).time_baseline()
+
+    @contextlib.contextmanager
+    def _slot(self) -> Iterator[Slot]:
+        """A free slot (waiting for one), given back afterwards."""
         if self._closed:
             raise RuntimeError("the pool is closed")
-        opts = VerifyOptions(**options)
         slot = self._free.get()
         try:
-            Verification(slot, self.shared, Path(task), Path(task), opts, cancelled).time_baseline()
+            yield slot
         finally:
             self._free.put(slot)
 

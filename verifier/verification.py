@@ -19,7 +19,7 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,6 +88,12 @@ class Shared:
     device: str
     timing_lock: threading.Lock = field(default_factory=threading.Lock)
     baselines: dict[tuple, dict] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def measuring(self) -> Iterator[None]:
+        """For a timing run: this pool's timing lock, then the GPU alone (`gpu_lock`, across processes)."""
+        with self.timing_lock, gpu_lock.measuring():
+            yield
 
 
 def check_task_file(task: Path) -> str:
@@ -171,7 +177,7 @@ class Verification:
         try:
             start_all([self.slot.reference])
             self.first_seed = self.seeder.randrange(2**31)
-            with self.shared.timing_lock, gpu_lock.measuring():
+            with self.shared.measuring():
                 self._baseline(module_name)
         finally:
             self.slot.reference.wipe(keep=(".triton", ".cache"))
@@ -381,7 +387,7 @@ class Verification:
     # ------------------------------------------------------------ timing
 
     def _time(self, module_name: str) -> None:
-        with self.shared.timing_lock, gpu_lock.measuring():
+        with self.shared.measuring():
             started = time.perf_counter()
             timing = self._measure(module_name)
             self.phases["timing_s"] = time.perf_counter() - started
@@ -392,7 +398,7 @@ class Verification:
             if not self._check_correctness(module_name, 2 * self.opts.trials):
                 self.report.message = f"re-verification of a {fastest:.1f}x speedup failed: {self.report.message}"
                 return
-            with self.shared.timing_lock, gpu_lock.measuring():
+            with self.shared.measuring():
                 timing = self._measure(module_name)
             if timing is None:
                 return

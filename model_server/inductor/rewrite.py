@@ -350,6 +350,7 @@ def _launcher_statements(wrapper: ast.Module) -> list[ast.stmt]:
     functions = {node.name: node for node in wrapper.body if isinstance(node, ast.FunctionDef)}
     lists: dict[str, list[ast.expr]] = {}
     statements: list[ast.stmt] = []
+    inlined = 0
     for stmt in _flatten_with(_call_function(wrapper).body):
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
         if isinstance(target, ast.Name) and isinstance(stmt.value, ast.List):
@@ -364,16 +365,11 @@ def _launcher_statements(wrapper: ast.Module) -> list[ast.stmt]:
             and ast.unparse(value.args[0]) in lists
         ):
             arguments = lists[ast.unparse(value.args[0])]
-            prefix = f"sub{sum(1 for s in statements if isinstance(s, _SubgraphMark))}_"
-            statements.append(_SubgraphMark())
-            statements += _inlined(functions[value.func.id], arguments, target, prefix)
+            statements += _inlined(functions[value.func.id], arguments, target, f"sub{inlined}_")
+            inlined += 1
             continue
         statements.append(stmt)
-    return [stmt for stmt in statements if not isinstance(stmt, _SubgraphMark)]
-
-
-class _SubgraphMark(ast.Pass):
-    """Counts the subgraphs inlined so far (each gets its own prefix); dropped from the statements."""
+    return statements
 
 
 def _inlined(function: ast.FunctionDef, arguments: list[ast.expr], target: ast.expr, prefix: str) -> list[ast.stmt]:
