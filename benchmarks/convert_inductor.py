@@ -128,6 +128,10 @@ def _line(row: dict) -> str:
     )
 
 
+def _strict_verified(row: dict) -> bool:
+    return any(a["policy"] == "strict" and a["verdict"] == "correct" for a in row.get("attempts", []))
+
+
 def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
@@ -135,12 +139,19 @@ def _x(value: float | None) -> str:
 def _summary(rows: list[dict]) -> str:
     correct = [r for r in rows if r["verdict"] == "correct"]
     strict = [r for r in correct if r["policy"] == "strict"]
+    strict_verified = [r for r in rows if _strict_verified(r)]
     seconds = sorted(r["seconds"] for r in rows)
     lines = [
         "",
         f"tasks {len(rows)}: verified {len(correct)} ({len(strict)} all-Triton, {len(correct) - len(strict)} hybrid)",
-        f"conversion time: median {statistics.median(seconds):.1f} s, max {seconds[-1]:.1f} s" if seconds else "",
+        f"an all-Triton candidate verified (chosen or not): {len(strict_verified)} of {len(rows)} tasks",
     ]
+    if seconds:
+        within = sum(s <= 60 for s in seconds)
+        lines.append(
+            f"conversion time: median {statistics.median(seconds):.1f} s, max {seconds[-1]:.1f} s, "
+            f"{within} of {len(seconds)} within 60 s"
+        )
     for name, subset in (("all verified", correct), ("with a matmul/conv", [r for r in correct if r["library"]])):
         for key in ("vs_eager", "vs_compile"):
             values = [r[key] for r in subset if r.get(key)]

@@ -171,14 +171,17 @@ def _warm(pool: VerifierPool, task: Path, options: ConvertOptions, stop: Callabl
             pool.time_baseline(task, cancelled=stop, trials=options.trials, timeout=options.timeout)
 
 
-def _generated_note(backend: str, generated: list[Generated], asked: int, seconds: float, before: int = 0) -> str:
+def _generated_note(
+    backend: str, generated: list[Generated], asked: int, seconds: float, before: int = 0, shortfall: list[str] = ()
+) -> str:
     """What the backend made this round (after the `before` it handed over early), each candidate's label when
-    it has one, and why fewer than asked."""
+    it has one, and why fewer than asked (the backend's own reasons, where it gave any)."""
     total = before + len(generated)
     count = f"{len(generated)} {'more ' if before else ''}candidate{'s' if len(generated) != 1 else ''}"
     if total < asked:
         count += f" ({total} in all)" if before else ""
-        count += f" of the {asked} asked for (all the distinct ones it has for this task)"
+        why = f"; not made: {'; '.join(shortfall)}" if shortfall else ""
+        count += f" of the {asked} asked for (all the distinct ones it has for this task{why})"
     return f"{backend} made {count} in {seconds:.1f} s" + _labels(generated, before)
 
 
@@ -225,7 +228,8 @@ def _generate(
     rest = backend.generate(request)[: options.samples - len(verifier.submitted)]
     if rest or verifier.submitted:
         seconds = time.monotonic() - generation_started
-        note = _generated_note(backend.name, rest, options.samples, seconds, len(verifier.submitted))
+        before = len(verifier.submitted)
+        note = _generated_note(backend.name, rest, options.samples, seconds, before, request.shortfall)
         emit(api.note(round_number, note))
     verifier.submit(rest)
 

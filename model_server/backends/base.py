@@ -26,6 +26,9 @@ class GenerationRequest:
     # Where a backend can hand over candidates that are ready before the rest (the loop starts verifying them
     # while it generates on); `generate` then returns only the rest. Backends that cannot, ignore it.
     early: Callable[[list[Generated]], None] | None = None
+    # Why the backend made fewer candidates than asked (a variant it could not make, a compile that failed),
+    # one short line each, for the user's progress line; filled by `generate`.
+    shortfall: list[str] = field(default_factory=list)
 
     def seconds_left(self, limit: float) -> float:
         """How long generation may still take: `limit`, cut to what the deadline leaves."""

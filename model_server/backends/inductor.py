@@ -18,7 +18,7 @@ from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, re
 from verifier.cache import cache_dir, inductor_cache_dir
 from verifier.sandbox import Limits, default_memory_limit, launch_prefix, run_limited
 
-CAPTURE_FORMAT = 4  # bump when what `capture` records changes, so cached captures are made again
+CAPTURE_FORMAT = 5  # bump when what `capture` records changes, so cached captures are made again
 # Inductor compiles in a pool of 16 worker processes by default, started while it imports: for the few kernels
 # of a compile without autotuning, starting that pool costs more than it saves (H100 box, 2026-11-23: 30 s ->
 # 19 s per default-mode capture). Autotuning a dozen template configurations needs it (43 s -> 68 s without).
@@ -78,6 +78,7 @@ class InductorBackend:
         made, refusals = self._candidates(captures, request)
         if not made:
             raise BackendError(f"the inductor backend cannot convert {request.task.name}: {'; '.join(refusals)}")
+        request.shortfall.extend(refusals)
         if request.round == 1:
             early = {g.label for g in handed}
             return [generated for _, generated in made[: request.samples] if generated.label not in early]
@@ -91,7 +92,8 @@ class InductorBackend:
     # ------------------------------------------------------------ candidates from captures
 
     def _candidates(self, captures: dict[str, dict], request: GenerationRequest):
-        """(planned, generated) for every variant that rewrites, in order; and why the others could not."""
+        """(planned, generated) for every variant that rewrites, in order; and why the others could not (a
+        rewrite's refusal, a capture's error; not a templates compile stopped because nothing needed it)."""
         task_source = request.task.read_text()
         made, refusals = [], []
         for planned in _plan(captures):
@@ -105,8 +107,8 @@ class InductorBackend:
                 continue
             policy = "hybrid" if planned.variant.hybrid else "strict"
             made.append((planned, Generated(source, planned.variant.label, policy)))
-        errors = [f"{mode}: {c['error']}" for mode, c in captures.items() if "error" in c]
-        return made, refusals or errors
+        errors = [f"{mode}: {c['error']}" for mode, c in captures.items() if "error" in c and not c.get("stopped")]
+        return made, refusals + errors
 
     # ------------------------------------------------------------ captures
 
@@ -156,7 +158,7 @@ class InductorBackend:
             except (OSError, json.JSONDecodeError):
                 cached.unlink(missing_ok=True)
         result = self._run_capture(request, mode, None if mode == "default" else unneeded)
-        if result.get("stopped"):
+        if result.get("stopped") or result.get("out_of_memory"):
             return result
         try:
             self.cache.mkdir(parents=True, exist_ok=True)
@@ -169,16 +171,24 @@ class InductorBackend:
 
     def _run_capture(self, request: GenerationRequest, mode: str, stop: threading.Event | None) -> dict:
         """Run `model_server.inductor.capture` in the sandbox: its JSON, or {"error": ...} when Inductor cannot
-        compile the task that way (with "stopped" when `stop` ended it first). Running out of time or memory is
-        a BackendError (not cached). Inductor's own cache is the verifier's, so the torch.compile baseline of
-        the same task finds the default-mode graph compiled."""
+        compile the task that way (with "stopped" when `stop` ended it first). A capture that ran out of GPU
+        memory beside other work (the verification of candidates handed over early, another conversion) runs
+        once more with the GPU alone, under a limit of its own. Running out of time or host memory is a
+        BackendError (not cached). Inductor's own cache is the verifier's, so the torch.compile baseline of the
+        same task finds the default-mode graph compiled."""
+        result = self._run_capture_once(request, mode, stop, alone=False)
+        if result.get("out_of_memory") and request.device == "cuda":
+            result = self._run_capture_once(request, mode, stop, alone=True)
+        return result
+
+    def _run_capture_once(self, request: GenerationRequest, mode: str, stop: threading.Event | None, alone: bool):
         seconds = request.seconds_left(self.timeout if mode == "default" else min(self.timeout, TEMPLATES_SECONDS))
         if seconds < 1:
             raise BackendError("the deadline passed before Inductor could compile the task")
         prefix, _ = launch_prefix(isolate=True)
         command = [*prefix, sys.executable, "-m", "model_server.inductor.capture", str(request.task)]
         flags, pooled = _capture_flags(mode, request.task.read_text())
-        command += ["--device", request.device, *flags]
+        command += ["--device", request.device, *flags, *(["--alone"] if alone else [])]
         limits = Limits(seconds, default_memory_limit())
         cache = inductor_cache_dir()
         cache.mkdir(parents=True, exist_ok=True)

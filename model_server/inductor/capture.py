@@ -1,6 +1,6 @@
 """Compile a task with TorchInductor and print what the rewriter needs, as one JSON object (a subprocess).
 
-    python -m model_server.inductor.capture TASK.py --device cpu|cuda [--templates]
+    python -m model_server.inductor.capture TASK.py --device cpu|cuda [--templates] [--alone]
 
 On a GPU the compiled model really runs, so Inductor's autotuner picks each kernel's launch configuration.
 On a CPU, Inductor is asked for Triton code (`cpu_backend = "triton"`) with a stand-in Triton driver that
@@ -26,7 +26,12 @@ from verifier import gpu_lock
 
 
 class CaptureError(Exception):
-    """The task cannot be compiled into Triton by Inductor; the message says why."""
+    """The task cannot be compiled into Triton by Inductor; the message says why. `out_of_memory`: the GPU ran
+    out of memory, which may be the fault of other work on it rather than the task's."""
+
+    def __init__(self, message: str, out_of_memory: bool = False):
+        super().__init__(message)
+        self.out_of_memory = out_of_memory
 
 
 class _Captured(Exception):
@@ -44,21 +49,24 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="with --templates: keep the first N of Inductor's template configurations (1: no autotuning)",
     )
+    parser.add_argument(
+        "--alone", action="store_true", help="hold the GPU alone (after running out of memory beside other work)"
+    )
     args = parser.parse_args(argv)
     try:
-        result = capture(Path(args.task), args.device, args.templates, args.configs)
+        result = capture(Path(args.task), args.device, args.templates, args.configs, args.alone)
     except CaptureError as exc:
-        print(json.dumps({"error": str(exc)}))
+        print(json.dumps({"error": str(exc), **({"out_of_memory": True} if exc.out_of_memory else {})}))
         return 1
     print(json.dumps(result))
     return 0
 
 
-def capture(task: Path, device: str, templates: bool, configs: int | None = None) -> dict:
+def capture(task: Path, device: str, templates: bool, configs: int | None = None, alone: bool = False) -> dict:
     """Wrapper code, kernel configurations, graph inputs, output structure and the scalar arguments Inductor
     baked into the code, of one compiled task (the model in training mode, as the verifier runs it); and how
     long the imports, the task (its model and inputs, made on the device, and an eager call) and the compile
-    took."""
+    took. `alone`: wait until no other work uses the GPU, and keep it meanwhile."""
     started = time.perf_counter()
     import torch
     import torch._inductor.config as inductor_config
@@ -75,11 +83,16 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
     if templates:
         inductor_config.max_autotune_gemm = True
         inductor_config.max_autotune_gemm_backends = "TRITON"
+        # Triton alone: where cuDNN would win the autotuning, the default capture's hybrid keeps it already;
+        # a 1x1 convolution becomes a matmul (Inductor's other choice for it is an extern matmul)
+        inductor_config.max_autotune_conv_backends = "TRITON"
+        inductor_config.conv_1x1_as_mm = True
         inductor_config.test_configs.max_mm_configs = configs
     imported = time.perf_counter()
     module = load_module(str(task), "task")
     # the GPU is shared with correctness runs, and no timing runs meanwhile (Inductor autotunes on it)
-    with gpu_lock.sharing() if device == "cuda" else contextlib.nullcontext():
+    lock = gpu_lock.measuring() if alone else gpu_lock.sharing()
+    with lock if device == "cuda" else contextlib.nullcontext(), _out_of_memory_named(torch):
         seed_everything(0)
         with torch.device(device):  # made where they are used: a 6 GiB input costs seconds to draw on the CPU
             model = module.Model(*module.get_init_inputs()).to(device)
@@ -137,6 +150,18 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
             "compile": round(time.perf_counter() - ready, 2),
         },
     }
+
+
+@contextlib.contextmanager
+def _out_of_memory_named(torch):
+    """Running out of GPU memory anywhere in the capture (the model, its inputs, the compile, the autotuning)
+    becomes a CaptureError that says so."""
+    try:
+        yield
+    except Exception as exc:
+        if not _caused_by(exc, torch.OutOfMemoryError):
+            raise
+        raise CaptureError(f"the GPU ran out of memory: {_first_line(exc)}", out_of_memory=True) from exc
 
 
 def _install_stand_in_driver() -> None:

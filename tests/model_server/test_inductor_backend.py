@@ -91,6 +91,40 @@ def test_the_templates_compile_has_a_shorter_limit_than_the_default_one(tmp_path
     assert str(inductor._failure_as_error(_failed(BackendError("late")), default_ok=True)["error"]).endswith("late")
 
 
+def test_running_out_of_gpu_memory_is_named_and_not_cached(tmp_path):
+    """The capture process itself raises it here (no GPU to exhaust): the model's forward raises PyTorch's
+    OutOfMemoryError, as an allocation on a crowded GPU would."""
+    task = tmp_path / "crowded.py"
+    task.write_text(
+        (TASKS / "relu.py")
+        .read_text()
+        .replace("return torch.relu(x)", 'raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4 GiB")')
+    )
+    assert "OutOfMemoryError" in task.read_text()
+    backend = InductorBackend(cache=tmp_path / "cache")
+    with pytest.raises(BackendError, match="the GPU ran out of memory: OutOfMemoryError: CUDA out of memory"):
+        backend.generate(GenerationRequest(task, 1, "cpu"))
+    assert not list((tmp_path / "cache").glob("*.json"))
+
+
+def test_a_capture_out_of_gpu_memory_runs_again_with_the_gpu_alone(tmp_path, monkeypatch):
+    """Which runs `_run_capture` asks for, on a GPU; each run's result is stood in for (the GPU cannot be
+    crowded here). The real capture's `--alone` takes the GPU lock's exclusive side."""
+    runs = []
+
+    def run_once(self, request, mode, stop, alone):
+        runs.append(alone)
+        return {"error": "the GPU ran out of memory", "out_of_memory": True} if not alone else {"wrapper": "ok"}
+
+    monkeypatch.setattr(InductorBackend, "_run_capture_once", run_once)
+    backend = InductorBackend(cache=tmp_path)
+    assert backend._run_capture(GenerationRequest(TASKS / "relu.py", 4, "cuda"), "templates", None) == {"wrapper": "ok"}
+    assert runs == [False, True]
+    runs.clear()
+    backend._run_capture(GenerationRequest(TASKS / "relu.py", 4, "cpu"), "default", None)
+    assert runs == [False]
+
+
 def _failed(exc: Exception) -> Future:
     future = Future()
     future.set_exception(exc)
