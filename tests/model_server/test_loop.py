@@ -127,6 +127,22 @@ def test_candidates_handed_over_early_are_verified_while_the_backend_generates()
     assert sorted((e["index"], e["of"]) for e in events if e["event"] == "candidate") == [(1, 2), (2, 2)]
 
 
+def test_the_progress_line_says_why_the_backend_made_fewer_candidates_than_asked(pool):
+    class ShortBackend(ScriptedBackend):
+        def generate(self, request: GenerationRequest) -> list[Generated]:
+            request.shortfall.append("templates: Inductor did not finish compiling the task within 45 s")
+            return super().generate(request)
+
+    events: list[dict] = []
+    options = ConvertOptions(samples=3, rounds=1, trials=1)
+    convert(TASKS / "relu.py", ShortBackend([[_wrong_relu()]]), pool, options, events.append)
+    [note] = [e["text"] for e in events if e["event"] == "note" and "made" in e["text"]]
+    assert note.startswith(
+        "round 1: scripted made 1 candidate of the 3 asked for (all the distinct ones it has for this task;"
+    )
+    assert "not made: templates: Inductor did not finish compiling the task within 45 s)" in note
+
+
 def test_cancelling_stops_before_any_work(pool):
     backend = ScriptedBackend([[_wrong_relu()]])
     outcome = convert(TASKS / "relu.py", backend, pool, ConvertOptions(), cancelled=lambda: True)
