@@ -1,29 +1,37 @@
 """Captured Inductor outputs for golden tests of `model_server/inductor/rewrite.py`, and how to refresh them.
 
-    python -m tests.model_server.inductor_fixtures capture [--device cpu|cuda] [--templates] [TASK.py ...]
+    python -m tests.model_server.inductor_fixtures capture [--device cpu|cuda] [--templates | --as-backend]
+                                                           [--jobs N] [TASK.py ...]
     python -m tests.model_server.inductor_fixtures update
 
-`capture` runs the real capture (`model_server.inductor.capture`, a subprocess per task) and stores its output
-in tests/fixtures/inductor/NAME.DEVICE[-templates].json, with the task's source beside it; Inductor's helper
-module is stored once per torch version under helpers/. `update` rewrites every expected output
-(NAME...py, or NAME...refused.txt when the rewrite refuses) with the current rewrite. Re-capture when torch
-changes; update only after reading the diff of the expected files.
+`capture` runs the real capture (`model_server.inductor.capture`, a subprocess per task, with the flags the
+inductor backend passes) and stores its output in tests/fixtures/inductor/NAME.DEVICE[-templates].json, with the
+task's source beside it; a task of benchmarks/tasks/published/ is stored as published_NAME. `--as-backend`
+captures what the backend would on that device: the default compile, and on a GPU the templates compile too
+where the default one calls a library. Inductor's helper module is stored once per torch version under
+helpers/. `update` rewrites every expected output (NAME...py, or NAME...refused.txt when the rewrite refuses)
+with the current rewrite. Re-capture when torch changes; update only after reading the diff of the expected
+files.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from model_server.inductor.rewrite import RewriteError, rewrite
+from model_server.backends.inductor import _capture_flags
+from model_server.inductor.rewrite import RewriteError, rewrite, uses_library
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "inductor"
 HELPERS = FIXTURES / "helpers"
 DEFAULT_TASKS = [ROOT / "examples" / "layernorm_gelu.py", *sorted((ROOT / "benchmarks" / "tasks").glob("*.py"))]
+PUBLISHED = ROOT / "benchmarks" / "tasks" / "published"
 
 
 def fixtures() -> list[Path]:
@@ -50,11 +58,15 @@ def rewritten(path: Path) -> tuple[str, bool]:
         return str(exc) + "\n", True
 
 
+def fixture_name(task: Path) -> str:
+    return f"published_{task.stem}" if task.parent == PUBLISHED else task.stem
+
+
 def capture(task: Path, device: str, templates: bool) -> Path:
-    command = [sys.executable, "-m", "model_server.inductor.capture", str(task), "--device", device]
-    if templates:
-        command.append("--templates")
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900)
+    flags, pooled = _capture_flags("templates" if templates else "default", task.read_text())
+    command = [sys.executable, "-m", "model_server.inductor.capture", str(task), "--device", device, *flags]
+    env = os.environ if pooled else {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900, env=env)
     lines = done.stdout.strip().splitlines()
     result = json.loads(lines[-1]) if lines else {"error": done.stderr.strip()[-500:]}
     if "error" in result:
@@ -62,11 +74,19 @@ def capture(task: Path, device: str, templates: bool) -> Path:
     helpers = f"torch-{result['torch']}.py"
     HELPERS.mkdir(parents=True, exist_ok=True)
     (HELPERS / helpers).write_text(result.pop("helpers"))
-    name = task.stem
-    stored = {"task": task.read_text(), "task_name": name, "helpers": helpers, "capture": result}
+    name = fixture_name(task)
+    stored = {"task": task.read_text(), "task_name": task.stem, "helpers": helpers, "capture": result}
     out = FIXTURES / f"{name}.{device}{'-templates' if templates else ''}.json"
     out.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
     return out
+
+
+def capture_as_backend(task: Path, device: str) -> list[Path]:
+    """The captures the inductor backend makes of `task` on `device`."""
+    default = capture(task, device, templates=False)
+    if device != "cuda" or not uses_library(load(default)[0]):
+        return [default]
+    return [default, capture(task, device, templates=True)]
 
 
 def update() -> None:
@@ -82,16 +102,26 @@ def main() -> None:
     take = commands.add_parser("capture")
     take.add_argument("tasks", nargs="*", type=Path)
     take.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    take.add_argument("--templates", action="store_true")
+    how = take.add_mutually_exclusive_group()
+    how.add_argument("--templates", action="store_true")
+    how.add_argument("--as-backend", action="store_true", help="the captures the inductor backend makes")
+    take.add_argument("--jobs", type=int, default=1, help="captures at once (each task's run one after another)")
     commands.add_parser("update")
     args = parser.parse_args()
     if args.command == "capture":
         FIXTURES.mkdir(parents=True, exist_ok=True)
-        for task in args.tasks or DEFAULT_TASKS:
+
+        def one(task: Path) -> str:
             try:
-                print(capture(task.resolve(), args.device, args.templates), flush=True)
-            except ValueError as exc:
-                print(f"not captured: {exc}", flush=True)
+                if args.as_backend:
+                    return "\n".join(map(str, capture_as_backend(task.resolve(), args.device)))
+                return str(capture(task.resolve(), args.device, args.templates))
+            except (ValueError, subprocess.TimeoutExpired) as exc:
+                return f"not captured: {task.name}: {exc}"
+
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for line in pool.map(one, args.tasks or DEFAULT_TASKS):
+                print(line, flush=True)
     update()
 
 

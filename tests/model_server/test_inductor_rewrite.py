@@ -20,6 +20,7 @@ from tests.model_server.inductor_fixtures import FIXTURES, expected_path, fixtur
 from verifier.audit.anti_hacking import check_candidate
 from verifier.audit.engine import audit_source
 from verifier.rules import RULES
+from verifier.verification import HYBRID_ALLOWS
 
 CASES = fixtures()
 
@@ -56,6 +57,51 @@ def test_every_expected_candidate_is_clean_under_ruffs_default_rules(path):
         text=True,
     )
     assert done.returncode == 0, done.stdout
+
+
+PUBLISHED = sorted(FIXTURES.glob("published_*.cuda.json"))
+
+
+def test_every_published_task_has_its_gpu_captures():
+    """benchmarks/tasks/published/ captured on a GPU as the backend captures them (`inductor_fixtures capture
+    --device cuda --as-backend`): the variant test below covers every task."""
+    tasks = sorted(path.stem for path in (FIXTURES.parents[2] / "benchmarks" / "tasks" / "published").glob("*.py"))
+    assert [path.name.split(".")[0].removeprefix("published_") for path in PUBLISHED] == tasks
+
+
+@pytest.mark.parametrize("path", PUBLISHED, ids=lambda path: path.stem)
+def test_every_variant_of_a_published_task_passes_the_audit_and_ruff(path, tmp_path):
+    """Every candidate the backend would offer for the task (`_plan` over its real GPU captures, each variant
+    rewritten): it parses, no rule that rejects a candidate or names a language error fires, and ruff's default
+    rules pass (a hybrid variant may compute in PyTorch: what the `hybrid` policy allows)."""
+    captures = {"default": load(path)[0]}
+    templates = path.with_name(path.name.replace(".cuda.json", ".cuda-templates.json"))
+    if templates.exists():
+        captures["templates"] = load(templates)[0]
+    _, task, name = load(path)
+    written = []
+    for planned in _plan(captures):
+        try:
+            source = rewrite(captures[planned.mode], task, name, planned.variant)
+        except RewriteError:
+            continue
+        allowed = HYBRID_ALLOWS if planned.variant.hybrid else set()
+        findings = [
+            f
+            for f in audit_source(source, "candidate.py")
+            if (RULES[f.rule].rejects or f.rule[:4] == "TRI1") and f.rule not in allowed
+        ]
+        assert findings == [], (planned.variant.label, findings)
+        written.append(tmp_path / f"variant_{len(written)}.py")
+        written[-1].write_text(source)
+    assert written or path.stem == "published_conv1d.cuda", "no variant of this task rewrites"
+    if written:
+        done = subprocess.run(
+            [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--select", "E4,E7,E9,F", tmp_path],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stdout
 
 
 def _cuda_matmul() -> dict[str, dict]:
