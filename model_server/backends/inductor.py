@@ -18,7 +18,7 @@ from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, re
 from verifier.cache import cache_dir, inductor_cache_dir
 from verifier.sandbox import Limits, default_memory_limit, launch_prefix, run_limited
 
-CAPTURE_FORMAT = 5  # bump when what `capture` records changes, so cached captures are made again
+CAPTURE_FORMAT = 6  # bump when what `capture` records changes, so cached captures are made again
 # Inductor compiles in a pool of 16 worker processes by default, started while it imports: for the few kernels
 # of a compile without autotuning, starting that pool costs more than it saves (H100 box, 2026-11-23: 30 s ->
 # 19 s per default-mode capture). Autotuning a dozen template configurations needs it (43 s -> 68 s without).
@@ -36,7 +36,7 @@ TF32X3_TILES = (
     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4},
 )
 IEEE_TILE = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
-# Convolution templates have no tile the variants set, so a task with a convolution keeps Inductor's autotuning.
+# Convolution templates have no tile the variants set, so a convolution's keep Inductor's autotuning (and its pool).
 CONVOLUTION = re.compile(r"\b(?:conv(?:_transpose)?[123]d|Conv(?:Transpose)?[123]d|convolution)\b")
 
 
@@ -217,12 +217,11 @@ class InductorBackend:
 
 def _capture_flags(mode: str, task_source: str) -> tuple[list[str], bool]:
     """The capture's flags for `mode`, and whether Inductor's pool of compile workers is worth starting for it
-    (only to autotune the templates of a convolution)."""
+    (only to autotune the templates of a convolution; matmul templates get one configuration, a 1x1
+    convolution's included, since it becomes a matmul)."""
     if mode == "default":
         return [], False
-    if CONVOLUTION.search(task_source):
-        return ["--templates"], True
-    return ["--templates", "--configs", "1"], False
+    return ["--templates", "--configs", "1"], CONVOLUTION.search(task_source) is not None
 
 
 def _failure_as_error(templates: Future, default_ok: bool) -> dict:

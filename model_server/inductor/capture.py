@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         "--configs",
         type=int,
         metavar="N",
-        help="with --templates: keep the first N of Inductor's template configurations (1: no autotuning)",
+        help="with --templates: keep the first N of Inductor's matmul template configurations (1: no autotuning); "
+        "convolution templates are autotuned over all of theirs",
     )
     parser.add_argument(
         "--alone", action="store_true", help="hold the GPU alone (after running out of memory beside other work)"
@@ -88,6 +89,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
         inductor_config.max_autotune_conv_backends = "TRITON"
         inductor_config.conv_1x1_as_mm = True
         inductor_config.test_configs.max_mm_configs = configs
+        _convolutions_autotuned(inductor_config)
     imported = time.perf_counter()
     module = load_module(str(task), "task")
     # the GPU is shared with correctness runs, and no timing runs meanwhile (Inductor autotunes on it)
@@ -150,6 +152,32 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
             "compile": round(time.perf_counter() - ready, 2),
         },
     }
+
+
+def _convolutions_autotuned(inductor_config) -> None:
+    """Let convolution templates autotune over all of Inductor's configurations while matmul templates keep the
+    `max_mm_configs` cap (Inductor applies the one cap to both): a variant can set a matmul's tile, not a
+    convolution's. Where this torch has no `InductorChoices.get_conv_configs`, the cap applies to both."""
+    from torch._inductor.choices import InductorChoices
+
+    capped = getattr(InductorChoices, "get_conv_configs", None)
+    if capped is None:
+        return
+
+    def get_conv_configs(self, *args, **kwargs):
+        configs = capped(self, *args, **kwargs)
+
+        def every(*call_args, **call_kwargs):
+            limit = inductor_config.test_configs.max_mm_configs
+            inductor_config.test_configs.max_mm_configs = None
+            try:
+                yield from configs(*call_args, **call_kwargs)
+            finally:
+                inductor_config.test_configs.max_mm_configs = limit
+
+        return every
+
+    InductorChoices.get_conv_configs = get_conv_configs
 
 
 @contextlib.contextmanager

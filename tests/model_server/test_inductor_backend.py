@@ -188,16 +188,38 @@ def test_a_second_conversion_of_the_same_task_reads_the_cached_capture(tmp_path)
     [
         ("gpu/linear_relu.py", ["--templates", "--configs", "1"], False),
         ("gpu/matmul_long_k.py", ["--templates", "--configs", "1"], False),
-        ("../../benchmarks/tasks/published/conv2d_relu_bias_add.py", ["--templates"], True),
-        ("../../benchmarks/tasks/published/depthwise_conv2d.py", ["--templates"], True),
+        ("../../benchmarks/tasks/published/conv2d_relu_bias_add.py", ["--templates", "--configs", "1"], True),
+        ("../../benchmarks/tasks/published/depthwise_conv2d.py", ["--templates", "--configs", "1"], True),
     ],
 )
 def test_matmul_templates_are_captured_untuned_and_convolution_templates_autotuned(task, flags, pooled):
     """The variants set a matmul template's tile themselves; a convolution template's configuration can only
-    come from Inductor's autotuner, which needs its pool of compile workers."""
+    come from Inductor's autotuner (the capture lifts the cap for convolutions), which needs its pool of compile
+    workers."""
     source = (FIXTURES / task).read_text()
     assert inductor._capture_flags("templates", source) == (flags, pooled)
     assert inductor._capture_flags("default", source) == ([], False)
+
+
+def test_convolution_templates_are_autotuned_under_the_matmul_cap(monkeypatch):
+    """Inductor's own configuration generator needs a graph being compiled for a GPU; it is stood in for by one
+    that yields the cap it sees, which is what `preprocess_mm_configs` reads."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor.choices import InductorChoices
+
+    from model_server.inductor import capture
+
+    def seen_cap(self, device_type="cuda"):
+        def configs(*args, **kwargs):
+            yield inductor_config.test_configs.max_mm_configs
+
+        return configs
+
+    monkeypatch.setattr(InductorChoices, "get_conv_configs", seen_cap)
+    monkeypatch.setattr(inductor_config.test_configs, "max_mm_configs", 1)
+    capture._convolutions_autotuned(inductor_config)
+    assert list(InductorChoices().get_conv_configs("cuda")(1024, 64, 64, dtype_size=4)) == [None]
+    assert inductor_config.test_configs.max_mm_configs == 1
 
 
 def test_the_deadline_bounds_inductors_compile(tmp_path):
