@@ -14,13 +14,15 @@ from pathlib import Path
 from verifier.audit.dataflow import strongly_connected
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("verifier", "model_server", "lsp_server")
+PACKAGES = ("verifier", "model_server", "lsp_server", "training")
 # What each package may import from the others: the stack goes lsp_server -> (HTTP) -> model_server -> verifier,
-# and the language server may read the HTTP API's contract module, nothing else of the model server.
+# and the language server may read the HTTP API's contract module, nothing else of the model server; training
+# uses the verifier and the model server (its prompts and backends), and nothing of the product imports it.
 ALLOWED = {
     "verifier": set(),
     "model_server": {"verifier"},
     "lsp_server": {"verifier", "model_server.api"},
+    "training": {"verifier", "model_server"},
 }
 
 

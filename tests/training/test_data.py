@@ -1,0 +1,137 @@
+"""`python -m training.data` on a CPU: real tasks, real Inductor captures, real verification in Triton's
+interpreter, and the files that `datasets` reads."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import datasets
+import pytest
+
+from model_server import prompts
+from model_server.backends.base import GenerationRequest
+from model_server.backends.text import TextBackend
+from tests.conftest import FIXTURES
+from tests.test_project import ROOT
+from training import data
+from training.config import _shown
+
+TASKS = FIXTURES / "tasks"
+
+
+class RecordingBackend(TextBackend):
+    """The text backends' real prompt path, with the model replaced by a recorder (no model runs here)."""
+
+    model_id = "recorder"
+
+    def __init__(self, profile: str):
+        self.profile = profile
+        self.sent: list[object] = []
+
+    def _chat(self, messages, n, max_tokens, temperature):
+        self.sent.append(messages)
+        return []
+
+    def complete(self, prompt, n=1, max_tokens=None, temperature=None):
+        self.sent.append(prompt)
+        return []
+
+
+@pytest.mark.parametrize("profile", prompts.PROFILES)
+def test_training_prompts_are_exactly_what_serving_sends(profile):
+    task = data.Task("0" * 16, "softmax", (TASKS / "softmax.py").read_text(), "x", ("softmax",), "train")
+    backend = RecordingBackend(profile)
+    backend.generate(GenerationRequest(TASKS / "softmax.py", 1, "cpu"))
+    assert json.dumps(data.record(task, profile)["prompt"]) == json.dumps(backend.sent[0])
+
+
+def test_shards_split_the_tasks_between_them_and_splits_are_stable(tmp_path):
+    def kept(shard: str) -> list[data.Task]:
+        args = data.DataArgs(output_dir=str(tmp_path), synthetic=40, shard=shard, val_fraction=0.2, test_fraction=0.2)
+        return data.collect(args)[0]
+
+    whole, first, second = kept("0/1"), kept("0/2"), kept("1/2")
+    assert first and second and sorted(t.id for t in first + second) == sorted(t.id for t in whole)
+    assert {t.split for t in whole} == {"train", "val", "test"}
+    assert {t.id: t.split for t in first} == {t.id: t.split for t in whole if t in first}
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--shard", "2/2"], "--shard must be i/n"),
+        (["--profiles", "nope"], "unknown profile"),
+        (["--val-fraction", "0.6", "--test-fraction", "0.5"], "add up to less than 1"),
+    ],
+)
+def test_bad_arguments_are_named(tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit) as exited:
+        data.main(["--output-dir", str(tmp_path), *flags])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_tasks_become_verified_pairs_and_prompts_that_datasets_reads(tmp_path, capsys):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    for name in ("relu", "softmax", "row_sum"):
+        (tasks / f"{name}.py").write_text((TASKS / f"{name}.py").read_text())
+    copy = (TASKS / "relu.py").read_text().replace('"""', '"""Same task, other words. ', 1)
+    (tasks / "relu_again.py").write_text(copy)
+    (tasks / "helper.py").write_text("X = 1\n")
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "row_sum_eval.py").write_text((TASKS / "row_sum.py").read_text().replace("8", "9"))
+    out = tmp_path / "out"
+    flags = ["--output-dir", str(out), "--tasks", str(tasks), "--synthetic", "2", "--seed", "2", "--device", "cpu"]
+    profiles = ["autotriton", "kernelllm"]
+    flags += ["--decontaminate", str(suite), "--profiles", *profiles, "--trials", "2"]
+    assert data.main(flags) == 0
+
+    sheet = json.loads((out / "datasheet.json").read_text())
+    assert sheet["tasks"]["from_directories"] == 4 and sheet["tasks"]["duplicates_removed"] == 1
+    assert sheet["decontamination"]["suite"]["removed"] == 1
+    assert sheet["decontamination"]["suite"]["hits"][0]["closest"] == "row_sum_eval.py"
+    kept = sheet["tasks"]["kept"]
+    assert kept == 2 + 2 - sheet["tasks"].get("degenerate", 0)
+    assert sheet["rl"]["records"] == {"autotriton": kept, "kernelllm": kept}
+    pairs = {p: [json.loads(line) for line in (out / f"sft.{p}.jsonl").read_text().splitlines()] for p in profiles}
+    assert sheet["sft"]["pairs"] == {p: sheet["sft"]["tasks_converted"] for p in profiles}
+    assert sheet["sft"]["tasks_converted"] == len(pairs["autotriton"]) > 0
+    for pair in pairs["autotriton"] + pairs["kernelllm"]:
+        assert pair["report"]["verdict"] == "correct" and pair["report"]["reward"] == 1.0
+        if pair["profile"] == "kernelllm":
+            code = pair["completion"].removesuffix("```\n")
+        else:
+            code = prompts.extract_code(pair["completion"][0]["content"])
+            assert pair["completion"][0]["content"].startswith("1. Write ")
+        assert "class ModelNew" in code and "torch._inductor" not in code
+    for profile in profiles:
+        sft = datasets.load_dataset("json", data_files=str(out / f"sft.{profile}.jsonl"))["train"]
+        rl = datasets.load_dataset("json", data_files=str(out / f"rl.{profile}.jsonl"))["train"]
+        assert sft.num_rows == len(pairs[profile]) and rl.num_rows == kept
+        assert set(rl.column_names) == {"id", "task", "task_origin", "op_families", "profile", "prompt", "split"}
+        assert set(sft.column_names) == set(rl.column_names) | {"completion", "report"}
+
+    capsys.readouterr()
+    assert data.main(flags) == 0
+    assert "SFT: 0 tasks to convert" in capsys.readouterr().err
+    assert len((out / "sft.autotriton.jsonl").read_text().splitlines()) == len(pairs["autotriton"])
+
+
+def test_the_readme_table_lists_every_argument_with_its_default_and_help():
+    readme = ROOT.joinpath("README.md").read_text()
+    section = readme.split("## Training (`python -m training.data`)", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        re.match(r"`(--[\w-]+)", cells[0]).group(1): cells[1:]
+        for line in section.splitlines()
+        if line.startswith("| `--")
+        for cells in [[cell.strip() for cell in line.strip("|").split("|")]]
+    }
+    expected = {}
+    for field in dataclasses.fields(data.DataArgs):
+        default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+        expected["--" + field.name.replace("_", "-")] = [_shown(default), field.metadata["help"]]
+    assert rows == expected

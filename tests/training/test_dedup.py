@@ -1,0 +1,46 @@
+"""Task identity ignores what does not change the code; contamination finds near copies of a suite's tasks."""
+
+from __future__ import annotations
+
+from training.dedup import Suite, task_id
+from training.synth import generate
+
+RELU = '''"""ReLU."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)  # the op
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_docstrings_comments_and_layout_do_not_change_a_tasks_id_and_code_does():
+    reformatted = RELU.replace('"""ReLU."""', '"""Another description."""').replace("  # the op", "")
+    reformatted = reformatted.replace("return torch.relu(x)", "return torch.relu(\n            x\n        )")
+    assert task_id(reformatted) == task_id(RELU)
+    assert task_id(RELU.replace("torch.randn(4, 8)", "torch.randn(4, 9)")) != task_id(RELU)
+    assert len(task_id(RELU)) == 16
+
+
+def test_a_near_copy_of_a_suite_task_is_found_and_other_tasks_are_not(tmp_path):
+    chain = generate(11).source
+    (tmp_path / "suite_task.py").write_text(chain.replace("rows = ", "rows = 1 + "))
+    (tmp_path / "broken.py").write_text("def (:\n")
+    suite = Suite(tmp_path, n=12)
+    assert suite.name == tmp_path.name and list(suite.tasks) == ["suite_task.py"]
+    closest, share = suite.closest(chain)
+    assert closest == "suite_task.py" and share == 1.0
+    other = next(
+        generate(seed).source for seed in range(100, 200) if generate(seed).description != generate(11).description
+    )
+    assert suite.closest(other)[1] < 0.5

@@ -1,0 +1,395 @@
+"""Build training data: RL prompts and verified SFT pairs, from task directories and synthetic tasks.
+
+    python -m training.data --output-dir OUT [--tasks DIR ...] [--synthetic N] [--config FILE.yaml] [flags]
+
+Tasks come from directories of KernelBench modules and from `training.synth` (seeded). Each is identified by
+the hash of its normalised AST: duplicates are removed, tasks too close to an evaluation suite
+(`--decontaminate DIR ...`) are dropped and reported per suite, `--shard i/n` keeps the tasks of one share, and a
+stable hash puts each task in `train`, `val` or `test`. Written to the output directory:
+
+- `rl.PROFILE.jsonl`: one record per task (no completion), for GRPO and evaluation;
+- `sft.PROFILE.jsonl`: one record per task whose Triton, from the built-in `inductor` backend, the verifier found
+  correct under the strict policy (the completion: an optional rationale read from the kernel, then the module in
+  a ```python block; the verifier's report beside it);
+- `progress.jsonl`: each task's SFT outcome (a re-run on the same directory skips the tasks it lists);
+- `datasheet.json`: counts, removals, contamination hits per suite, rejections by verdict and rule, op families;
+- `config.yaml`: the resolved arguments.
+
+Prompts come from `model_server/prompts.py`, exactly as serving sends them. Every candidate is verified in the
+verifier's sandbox.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import hashlib
+import json
+import re
+import sys
+import tempfile
+import time
+import types
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from model_server import prompts
+from training import config, synth
+from training.dedup import Suite, task_id
+from training.rationale import rationale
+
+FAMILY_PATTERNS = {
+    "gemm": r"\b(matmul|mm|bmm|linear|Linear|addmm|einsum)\b|@",
+    "conv": r"\b[Cc]onv(?:Transpose)?[123]d\b|\bconv(?:_transpose)?[123]d\b",
+    "softmax": r"\b(log_)?softmax\b",
+    "norm": r"\b(\w+_norm|\w+Norm\w*|rsqrt|normalize)\b",
+    "reduction": r"\.(sum|mean|amax|amin|max|min|argmax|argmin|prod|logsumexp|cumsum|norm)\(",
+    "activation": r"\b(relu|gelu|silu|sigmoid|tanh|leaky_relu|hardtanh|softplus|elu|mish|selu|hardswish)\b",
+    "loss": r"\b(\w+_loss|cross_entropy|kl_div)\b",
+}
+
+
+@dataclass
+class DataArgs:
+    """What `python -m training.data` builds."""
+
+    output_dir: str = field(default="", metadata={"help": "directory for the JSONL files and the datasheet"})
+    tasks: list[str] = field(default_factory=list, metadata={"help": "directories of KernelBench task modules"})
+    synthetic: int = field(default=0, metadata={"help": "how many synthetic tasks to generate"})
+    seed: int = field(default=0, metadata={"help": "first synthetic seed (task i uses seed + i)"})
+    sizes: str = field(default="small", metadata={"help": "synthetic shapes: small (CPU interpreter) or large"})
+    dtypes: list[str] = field(
+        default_factory=lambda: ["float32"], metadata={"help": "synthetic dtypes: float32, float16, bfloat16"}
+    )
+    profiles: list[str] = field(
+        default_factory=lambda: ["autotriton"], metadata={"help": "prompt profiles: autotriton, kernelllm, chat"}
+    )
+    sft: bool = field(default=True, metadata={"help": "build verified SFT pairs (slow: compiles and verifies)"})
+    rl: bool = field(default=True, metadata={"help": "write RL prompt records"})
+    rationale: bool = field(default=True, metadata={"help": "start each SFT completion with a rationale"})
+    device: str = field(default="auto", metadata={"help": "where candidates are generated and verified"})
+    val_fraction: float = field(default=0.05, metadata={"help": "share of tasks in the val split"})
+    test_fraction: float = field(default=0.05, metadata={"help": "share of tasks in the held-out test split"})
+    decontaminate: list[str] = field(default_factory=list, metadata={"help": "evaluation suite directories"})
+    ngram: int = field(default=12, metadata={"help": "token n-gram length for decontamination"})
+    overlap: float = field(
+        default=0.5, metadata={"help": "drop a task sharing this share of its n-grams with a suite task"}
+    )
+    shard: str = field(default="0/1", metadata={"help": "i/n: keep the tasks of share i of n"})
+    trials: int = field(default=3, metadata={"help": "verification trials per candidate"})
+    timeout: float = field(default=120.0, metadata={"help": "seconds per verification run"})
+    workers: int = field(default=2, metadata={"help": "tasks converted and verified at once"})
+
+    def __post_init__(self) -> None:
+        if not self.output_dir:
+            raise ValueError("--output-dir is required")
+        unknown = [p for p in self.profiles if p not in prompts.PROFILES]
+        if unknown or not self.profiles:
+            raise ValueError(f"unknown profile(s) {unknown}; available: {', '.join(prompts.PROFILES)}")
+        if not re.fullmatch(r"\d+/[1-9]\d*", self.shard) or int(self.shard.split("/")[0]) >= self.shard_count:
+            raise ValueError(f"--shard must be i/n with 0 <= i < n, got {self.shard!r}")
+        if min(self.val_fraction, self.test_fraction) < 0 or self.val_fraction + self.test_fraction >= 1:
+            raise ValueError("--val-fraction and --test-fraction must be >= 0 and add up to less than 1")
+        if self.synthetic < 0 or self.workers < 1 or self.trials < 1 or self.ngram < 1:
+            raise ValueError("--synthetic must be >= 0; --workers, --trials and --ngram at least 1")
+        if self.sizes not in synth.SIZES:
+            raise ValueError(f"--sizes must be one of {', '.join(synth.SIZES)}")
+
+    @property
+    def shard_index(self) -> int:
+        return int(self.shard.split("/")[0])
+
+    @property
+    def shard_count(self) -> int:
+        return int(self.shard.split("/")[1])
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    name: str
+    source: str
+    origin: str
+    op_families: tuple[str, ...]
+    split: str
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = config.parse(DataArgs, argv, __doc__.splitlines()[0], prog="python -m training.data")
+    except config.ConfigError as exc:
+        print(f"training.data: {exc}", file=sys.stderr)
+        return 2
+    config.announce(args)
+    out = Path(args.output_dir)
+    config.save(args, out)
+    tasks, sheet = collect(args)
+    _log(f"{len(tasks)} tasks kept: {json.dumps(sheet['tasks'])}")
+    if args.rl:
+        sheet["rl"] = {"records": {profile: write_rl(tasks, profile, out) for profile in args.profiles}}
+    if args.sft:
+        build_sft(tasks, args, out)
+        sheet["sft"] = sft_summary(out, args.profiles)
+    sheet["splits"] = dict(collections.Counter(task.split for task in tasks))
+    sheet["op_families"] = dict(collections.Counter(f for task in tasks for f in task.op_families))
+    sheet["shard"] = args.shard
+    (out / "datasheet.json").write_text(json.dumps(sheet, indent=1) + "\n")
+    _log(f"wrote {out / 'datasheet.json'}")
+    return 0
+
+
+# ---------------------------------------------------------------- tasks
+
+
+def collect(args: DataArgs) -> tuple[list[Task], dict]:
+    """The tasks to build from, after duplicates, contamination and sharding; and the counts of each step."""
+    counts = collections.Counter()
+    found: list[tuple[str, str, str, tuple[str, ...]]] = []  # name, source, origin, families
+    for directory in map(Path, args.tasks):
+        if not directory.is_dir():
+            raise SystemExit(f"training.data: --tasks {directory}: not a directory")
+        for path in sorted(directory.glob("*.py")):
+            source = path.read_text(errors="replace")
+            if "class Model" not in source:
+                continue
+            counts["from_directories"] += 1
+            found.append((path.stem, source, str(path), families_of(source)))
+    for number in range(args.synthetic):
+        made = synth.generate(args.seed + number, args.sizes, tuple(args.dtypes))
+        counts["synthetic"] += 1
+        if degenerate(made.source):
+            counts["degenerate"] += 1
+            continue
+        found.append((made.name, made.source, f"synthetic:{made.seed}", made.op_families))
+    suites = [Suite(Path(d), args.ngram) for d in args.decontaminate]
+    contaminated = {suite.name: [] for suite in suites}
+    seen: set[str] = set()
+    tasks = []
+    for name, source, origin, families in found:
+        try:
+            identity = task_id(source)
+        except SyntaxError:
+            counts["unparsable"] += 1
+            continue
+        if identity in seen:
+            counts["duplicates_removed"] += 1
+            continue
+        seen.add(identity)
+        hit = _contamination(source, suites, args.overlap)
+        if hit is not None:
+            contaminated[hit[0]].append({"id": identity, "origin": origin, "closest": hit[1], "share": hit[2]})
+            continue
+        if int(identity, 16) % args.shard_count != args.shard_index:
+            counts["other_shards"] += 1
+            continue
+        tasks.append(Task(identity, name, source, origin, families, _split(identity, args)))
+    counts["kept"] = len(tasks)
+    sheet = {
+        "tasks": dict(counts),
+        "decontamination": {name: {"removed": len(hits), "hits": hits[:50]} for name, hits in contaminated.items()},
+    }
+    return tasks, sheet
+
+
+def families_of(source: str) -> tuple[str, ...]:
+    """The op families a task's source mentions (`elementwise` where it names none of the others)."""
+    found = tuple(name for name, pattern in FAMILY_PATTERNS.items() if re.search(pattern, source))
+    return found or ("elementwise",)
+
+
+def degenerate(source: str) -> bool:
+    """Whether a synthetic task's output is the same number everywhere (a chain that saturates): nothing to
+    learn from, and a constant kernel would pass it. Runs the task, which this module generated itself."""
+    import torch
+
+    module = types.ModuleType("synthetic_task")
+    exec(compile(source, "synthetic_task", "exec"), module.__dict__)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        output = module.Model(*module.get_init_inputs())(*module.get_inputs()).float()
+    return output.numel() > 1 and bool((output == output.flatten()[0]).all())
+
+
+def _contamination(source: str, suites: list[Suite], threshold: float) -> tuple[str, str, float] | None:
+    """(suite, its closest task, the share of n-grams shared) for the first suite `source` is too close to."""
+    for suite in suites:
+        closest, share = suite.closest(source)
+        if closest is not None and share >= threshold:
+            return suite.name, closest, round(share, 3)
+    return None
+
+
+def _split(identity: str, args: DataArgs) -> str:
+    draw = int(hashlib.sha256(f"split:{identity}".encode()).hexdigest(), 16) % 10_000 / 10_000
+    if draw < args.test_fraction:
+        return "test"
+    return "val" if draw < args.test_fraction + args.val_fraction else "train"
+
+
+# ---------------------------------------------------------------- records
+
+
+def prompt(profile: str, task: str) -> list[dict[str, str]] | str:
+    """What the model sees for `task`: the chat messages serving sends, or the raw completion prompt."""
+    if profile == "kernelllm":
+        return prompts.completion_prompt(profile, task)
+    return prompts.messages(profile, task)
+
+
+def record(task: Task, profile: str) -> dict:
+    return {
+        "id": task.id,
+        "task": task.source,
+        "task_origin": task.origin,
+        "op_families": list(task.op_families),
+        "profile": profile,
+        "prompt": prompt(profile, task.source),
+        "split": task.split,
+    }
+
+
+def completion(profile: str, candidate: str, with_rationale: bool) -> list[dict[str, str]] | str:
+    """The target text: for chat profiles an assistant message (rationale, then the module in a code block);
+    for `kernelllm` the module and the closing fence (its prompt already opened the block)."""
+    code = candidate.strip() + "\n"
+    if profile == "kernelllm":
+        return code + "```\n"
+    steps = rationale(candidate) if with_rationale else ""
+    text = (steps + "\n\n" if steps else "") + f"```python\n{code}```"
+    return [{"role": "assistant", "content": text}]
+
+
+def records_path(out: Path, kind: str, profile: str) -> Path:
+    """One file per kind and profile: a chat profile's prompts are messages, `kernelllm`'s are text, and a
+    dataset holds one kind of column."""
+    return out / f"{kind}.{profile}.jsonl"
+
+
+def write_rl(tasks: list[Task], profile: str, out: Path) -> int:
+    path = records_path(out, "rl", profile)
+    partial = path.with_suffix(".tmp")
+    with partial.open("w") as f:
+        for task in tasks:
+            f.write(json.dumps(record(task, profile)) + "\n")
+    partial.replace(path)
+    return len(tasks)
+
+
+# ---------------------------------------------------------------- SFT pairs
+
+
+def build_sft(tasks: list[Task], args: DataArgs, out: Path) -> None:
+    """Convert and verify each task not yet in `progress.jsonl`, `args.workers` at a time, appending each
+    verified pair to `sft.PROFILE.jsonl` (then its outcome to progress) as soon as it is known."""
+    from model_server.backends.inductor import InductorBackend
+    from verifier.pool import VerifierPool
+
+    done = _done_ids(out)
+    pending = [task for task in tasks if task.id not in done]
+    _log(f"SFT: {len(pending)} tasks to convert ({len(tasks) - len(pending)} done in an earlier run)")
+    backend = InductorBackend()
+    started = time.monotonic()
+    with (
+        VerifierPool(size=args.workers, device=args.device) as pool,
+        tempfile.TemporaryDirectory(prefix="tritonize-data-") as scratch,
+        ThreadPoolExecutor(max_workers=args.workers) as workers,
+        contextlib.ExitStack() as files,
+    ):
+        pairs = {p: files.enter_context(records_path(out, "sft", p).open("a")) for p in args.profiles}
+        progress = files.enter_context((out / "progress.jsonl").open("a"))
+        futures = {workers.submit(_convert, task, backend, pool, Path(scratch), args): task for task in pending}
+        for number, future in enumerate(as_completed(futures), 1):
+            task, outcome = futures[future], future.result()
+            if outcome["kept"]:
+                for profile, file in pairs.items():
+                    pair = record(task, profile)
+                    pair["completion"] = completion(profile, outcome["candidate"], args.rationale)
+                    pair["report"] = outcome["report"]
+                    file.write(json.dumps(pair) + "\n")
+                    file.flush()
+            progress.write(json.dumps({"id": task.id, **{k: v for k, v in outcome.items() if k != "candidate"}}))
+            progress.write("\n")
+            progress.flush()
+            rate = number / max(time.monotonic() - started, 1e-9) * 60
+            _log(f"[{number}/{len(pending)}] {task.name}: {outcome['verdict']} ({rate:.1f} tasks/min)")
+
+
+def _convert(task: Task, backend, pool, scratch: Path, args: DataArgs) -> dict:
+    """The first all-Triton candidate of the backend that verifies correct, or why there is none."""
+    from model_server.backends.base import BackendError, GenerationRequest
+
+    path = scratch / task.id / f"{task.name}.py"  # the name the candidate's docstring cites
+    path.parent.mkdir()
+    path.write_text(task.source)
+    try:
+        generated = backend.generate(GenerationRequest(path, 4, pool.device))
+    except BackendError as exc:
+        return {"kept": False, "verdict": "not_converted", "rules": [], "message": str(exc)[:500]}
+    strict = [g for g in generated if g.policy == "strict"]
+    if not strict:
+        return {"kept": False, "verdict": "hybrid_only", "rules": [], "message": "only hybrid candidates"}
+    tried = []
+    for number, candidate in enumerate(strict):
+        candidate_path = path.with_name(f"candidate_{number}.py")
+        candidate_path.write_text(candidate.source)
+        report = pool.verify(path, candidate_path, trials=args.trials, timeout=args.timeout, policy="strict")
+        if report.verdict == "correct" and report.reward > 0:
+            return {
+                "kept": True,
+                "verdict": "correct",
+                "rules": [],
+                "label": candidate.label,
+                "candidate": candidate.source,
+                "report": report.to_dict(),
+            }
+        tried.append(report)
+    last = tried[-1]
+    return {
+        "kept": False,
+        "verdict": last.verdict,
+        "rules": sorted({v["rule"] for r in tried for v in r.violations}),
+        "message": last.message[:500],
+    }
+
+
+def sft_summary(out: Path, profiles: list[str]) -> dict:
+    """Pairs and rejections over every run on this directory (the SFT files and `progress.jsonl`)."""
+    pairs = {profile: _lines(records_path(out, "sft", profile)) for profile in profiles}
+    rejected = [o for o in _lines(out / "progress.jsonl") if not o.get("kept")]
+    return {
+        "tasks_converted": len({pair["id"] for lines in pairs.values() for pair in lines}),
+        "pairs": {profile: len(lines) for profile, lines in pairs.items()},
+        "rejected_by_verdict": dict(collections.Counter(o["verdict"] for o in rejected)),
+        "rejected_by_rule": dict(collections.Counter(rule for o in rejected for rule in o.get("rules", []))),
+    }
+
+
+def _done_ids(out: Path) -> set[str]:
+    """Tasks an earlier run on `out` finished (a pair written counts, even where its outcome line was not)."""
+    files = [out / "progress.jsonl", *out.glob("sft.*.jsonl")]
+    return {line["id"] for path in files for line in _lines(path) if "id" in line}
+
+
+def _lines(path: Path) -> list[dict]:
+    """The JSON objects of a JSONL file (none if it does not exist), without a last line cut short by an
+    interrupted run."""
+    if not path.exists():
+        return []
+    found = []
+    for line in path.read_text().splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
+
+
+def _log(text: str) -> None:
+    print(f"training.data: {text}", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

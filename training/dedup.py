@@ -1,0 +1,82 @@
+"""Task identity, duplicates and contamination: what makes two tasks the same, and a task too close to an
+evaluation suite's.
+
+A task's id is the hash of its normalised AST: comments, docstrings and formatting do not change it, any
+change of code does. Contamination is measured on the code that defines the computation (the statements of the
+`Model` class's methods): the share of a task's token n-grams found in one task of a suite.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import tokenize
+from pathlib import Path
+
+ID_LENGTH = 16
+
+
+def task_id(source: str) -> str:
+    """A stable id for the task: the hash of its AST without docstrings (raises SyntaxError)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and _is_docstring(body[0]):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest()[:ID_LENGTH]
+
+
+def model_ngrams(source: str, n: int) -> set[tuple[str, ...]]:
+    """Token n-grams of the statements in the task's `Model` methods (its whole module where it has no `Model`),
+    without the lines every task shares (`def forward(self, x):`, `super().__init__()`) and comments. A body
+    shorter than `n` tokens is one gram of all of them, so tiny tasks are compared whole."""
+    tree = ast.parse(source)
+    model = next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Model"), None)
+    statements = [
+        statement
+        for method in (model.body if model is not None else [])
+        if isinstance(method, ast.FunctionDef)
+        for statement in method.body
+        if not _is_docstring(statement) and "super()" not in ast.unparse(statement)
+    ]
+    text = "\n".join(ast.unparse(statement) for statement in statements) if model is not None else source
+    tokens = [
+        token.string
+        for token in tokenize.generate_tokens(io.StringIO(text).readline)
+        if token.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+        and token.string
+    ]
+    if len(tokens) < n:
+        return {tuple(tokens)} if tokens else set()
+    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
+
+
+class Suite:
+    """An evaluation suite's tasks, as n-gram sets, to check training tasks against."""
+
+    def __init__(self, directory: Path, n: int):
+        self.name = directory.name
+        self.n = n
+        self.tasks: dict[str, set[tuple[str, ...]]] = {}
+        for path in sorted(directory.glob("*.py")):
+            try:
+                self.tasks[path.name] = model_ngrams(path.read_text(), n)
+            except (SyntaxError, UnicodeDecodeError, tokenize.TokenError):
+                continue
+
+    def closest(self, source: str) -> tuple[str | None, float]:
+        """The suite task sharing the largest share of `source`'s n-grams, and that share (0 to 1)."""
+        grams = model_ngrams(source, self.n)
+        if not grams:
+            return None, 0.0
+        best, share = None, 0.0
+        for name, theirs in self.tasks.items():
+            overlap = len(grams & theirs) / len(grams)
+            if overlap > share:
+                best, share = name, overlap
+        return best, share
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)

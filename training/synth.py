@@ -1,0 +1,165 @@
+"""Synthetic KernelBench tasks: random, executable chains of basic ops, seeded (AutoTriton's "algorithmic
+composition of basic kernels").
+
+`generate(seed)` always returns the same task for the same seed and sizes: a module with `class Model`,
+`get_inputs()` and `get_init_inputs()`, its op families, and a one-line description. A chain starts from its
+input (or from an `nn.Linear`, the GEMM family), goes through elementwise ops, activations, norms and softmaxes
+over the last dimension, and may end in a reduction over that dimension, which ends the chain (nothing after it
+would have a dimension left to work on).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+SIZES = {
+    # rows x features: small enough for Triton's interpreter on a CPU, or GPU-sized
+    "small": {"rows": (8, 16, 32), "features": (32, 64, 128)},
+    "large": {"rows": (1024, 2048, 4096, 8192), "features": (1024, 2048, 4096)},
+}
+DTYPES = ("float32", "float16", "bfloat16")
+FAMILIES = ("gemm", "elementwise", "activation", "norm", "softmax", "reduction")
+
+ACTIVATIONS = {
+    "relu": "torch.relu(x)",
+    "gelu": "F.gelu(x)",
+    "silu": "F.silu(x)",
+    "sigmoid": "torch.sigmoid(x)",
+    "tanh": "torch.tanh(x)",
+    "leaky_relu": "F.leaky_relu(x, negative_slope={slope})",
+    "hardtanh": "F.hardtanh(x, min_val=-{bound}, max_val={bound})",
+    "softplus": "F.softplus(x)",
+    "elu": "F.elu(x)",
+    "mish": "F.mish(x)",
+}
+ELEMENTWISE = {
+    "scale": "x * {scale}",
+    "shift": "x + {shift}",
+    "divide": "x / {divisor}",
+    "add_input": "x + y",
+    "multiply_input": "x * y",
+    "clamp": "torch.clamp(x, min=-{bound}, max={bound})",
+    "square": "x * x",
+}
+NORMS = {
+    "layer_norm": "F.layer_norm(x, (x.shape[-1],))",
+    "rms_norm": "x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-6)",
+    "l2_normalize": "F.normalize(x, dim=-1)",
+}
+SOFTMAXES = {"softmax": "torch.softmax(x, dim=-1)", "log_softmax": "torch.log_softmax(x, dim=-1)"}
+REDUCTIONS = {
+    "sum": "x.sum(dim=-1)",
+    "mean": "x.mean(dim=-1)",
+    "amax": "x.amax(dim=-1)",
+    "amin": "x.amin(dim=-1)",
+    "logsumexp": "torch.logsumexp(x, dim=-1)",
+}
+OPS = {
+    "elementwise": ELEMENTWISE,
+    "activation": ACTIVATIONS,
+    "norm": NORMS,
+    "softmax": SOFTMAXES,
+    "reduction": REDUCTIONS,
+}
+
+
+@dataclass(frozen=True)
+class SynthTask:
+    """One synthetic task: its module source, the op families it uses, and what it computes."""
+
+    seed: int
+    name: str
+    source: str
+    op_families: tuple[str, ...]
+    description: str
+
+
+def generate(seed: int, sizes: str = "small", dtypes: tuple[str, ...] = ("float32",)) -> SynthTask:
+    """The synthetic task of `seed`: 1 to 5 ops, shapes from `sizes` (`small` or `large`), a dtype from
+    `dtypes`."""
+    if sizes not in SIZES:
+        raise ValueError(f"unknown sizes `{sizes}`; available: {', '.join(SIZES)}")
+    unknown = [dtype for dtype in dtypes if dtype not in DTYPES]
+    if unknown or not dtypes:
+        raise ValueError(f"unknown dtypes {unknown or dtypes}; available: {', '.join(DTYPES)}")
+    rng = random.Random(seed)
+    rows = rng.choice(SIZES[sizes]["rows"])
+    features = rng.choice(SIZES[sizes]["features"])
+    dtype = rng.choice(dtypes)
+    gemm = rng.random() < 0.35
+    out_features = rng.choice(SIZES[sizes]["features"]) if gemm else features
+    steps = _chain(rng, 1 if gemm else 2)
+    uses_y = any(name in ("add_input", "multiply_input") for _, name, _ in steps)
+    families = tuple(dict.fromkeys((["gemm"] if gemm else []) + [family for family, _, _ in steps]))
+    names = (["linear"] if gemm else []) + [name for _, name, _ in steps]
+    description = " -> ".join(names)
+    source = _module(seed, description, rows, features, out_features, dtype, gemm, uses_y, steps)
+    return SynthTask(seed, f"synth_{seed}_{'_'.join(names)}", source, families, description)
+
+
+def _chain(rng: random.Random, least: int) -> list[tuple[str, str, str]]:
+    """(family, op name, expression) for each step; a reduction, if any, comes last."""
+    steps = []
+    for _ in range(rng.randint(least, 5 - (least == 1))):
+        family = rng.choices(("elementwise", "activation", "norm", "softmax", "reduction"), (4, 4, 2, 1, 1))[0]
+        name = rng.choice(sorted(OPS[family]))
+        if family == "reduction" and steps and steps[-1][0] == "softmax":
+            name = rng.choice(("amax", "amin"))  # a softmax sums to 1 and a log-softmax's logsumexp is 0
+        expression = OPS[family][name].format(
+            slope=rng.choice((0.01, 0.1, 0.2)),
+            bound=rng.choice((0.5, 1.0, 2.0)),
+            scale=rng.choice((0.5, 2.0, 3.0)),
+            shift=rng.choice((0.1, 1.0, -0.5)),
+            divisor=rng.choice((2.0, 4.0, 8.0)),
+        )
+        steps.append((family, name, expression))
+        if family == "reduction":
+            break
+    return steps
+
+
+def _module(
+    seed: int,
+    description: str,
+    rows: int,
+    features: int,
+    out_features: int,
+    dtype: str,
+    gemm: bool,
+    uses_y: bool,
+    steps: list[tuple[str, str, str]],
+) -> str:
+    width = out_features if gemm else features
+    lines = [
+        f'"""Synthetic task (seed {seed}): {description}."""',
+        "",
+        "import torch",
+        "import torch.nn as nn",
+        "import torch.nn.functional as F",
+        "",
+        f"rows = {rows}",
+        f"features = {features}",
+    ]
+    if gemm:
+        lines.append(f"out_features = {out_features}")
+    lines += ["", "", "class Model(nn.Module):"]
+    if gemm:
+        lines += [
+            "    def __init__(self, features, out_features):",
+            "        super().__init__()",
+            f"        self.linear = nn.Linear(features, out_features, dtype=torch.{dtype})",
+        ]
+    else:
+        lines += ["    def __init__(self):", "        super().__init__()"]
+    lines += ["", f"    def forward(self, x{', y' if uses_y else ''}):"]
+    if gemm:
+        lines.append("        x = self.linear(x)")
+    lines += [f"        x = {expression}" for _, _, expression in steps]
+    lines += ["        return x", "", "", "def get_inputs():"]
+    inputs = [f"torch.randn(rows, features, dtype=torch.{dtype})"]
+    if uses_y:
+        inputs.append(f"torch.randn(rows, {width}, dtype=torch.{dtype})")
+    lines += [f"    return [{', '.join(inputs)}]", "", "", "def get_init_inputs():"]
+    lines.append(f"    return [{'features, out_features' if gemm else ''}]")
+    return "\n".join(lines) + "\n"
