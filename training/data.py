@@ -78,6 +78,9 @@ class DataArgs:
     )
     shard: str = field(default="0/1", metadata={"help": "i/n: keep the tasks of share i of n"})
     trials: int = field(default=3, metadata={"help": "verification trials per candidate"})
+    timing: bool = field(
+        default=False, metadata={"help": "time each kept pair against eager and torch.compile (GPU; slower)"}
+    )
     timeout: float = field(default=120.0, metadata={"help": "seconds per verification run"})
     workers: int = field(default=2, metadata={"help": "tasks converted and verified at once"})
 
@@ -333,7 +336,9 @@ def _convert(task: Task, backend, pool, scratch: Path, args: DataArgs) -> dict:
     for number, candidate in enumerate(strict):
         candidate_path = path.with_name(f"candidate_{number}.py")
         candidate_path.write_text(candidate.source)
-        report = pool.verify(path, candidate_path, trials=args.trials, timeout=args.timeout, policy="strict")
+        report = pool.verify(
+            path, candidate_path, trials=args.trials, timeout=args.timeout, policy="strict", timing=args.timing
+        )
         if report.verdict == "correct" and report.reward > 0:
             return {
                 "kept": True,
