@@ -11,7 +11,7 @@ import contextlib
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -172,7 +172,7 @@ def _warm(pool: VerifierPool, task: Path, options: ConvertOptions, stop: Callabl
 
 
 def _generated_note(
-    backend: str, generated: list[Generated], asked: int, seconds: float, before: int = 0, shortfall: list[str] = ()
+    backend: str, generated: list[Generated], asked: int, seconds: float, before: int = 0, shortfall: Sequence[str] = ()
 ) -> str:
     """What the backend made this round (after the `before` it handed over early), each candidate's label when
     it has one, and why fewer than asked (the backend's own reasons, where it gave any)."""

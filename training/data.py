@@ -98,6 +98,10 @@ class DataArgs:
             raise ValueError("--synthetic must be >= 0; --workers, --trials and --ngram at least 1")
         if self.sizes not in synth.SIZES:
             raise ValueError(f"--sizes must be one of {', '.join(synth.SIZES)}")
+        for flag, directories in (("--tasks", self.tasks), ("--decontaminate", self.decontaminate)):
+            missing = [d for d in directories if not Path(d).is_dir()]
+            if missing:
+                raise ValueError(f"{flag}: not a directory: {', '.join(missing)}")
 
     @property
     def shard_index(self) -> int:
@@ -150,8 +154,6 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
     counts = collections.Counter()
     found: list[tuple[str, str, str, tuple[str, ...]]] = []  # name, source, origin, families
     for directory in map(Path, args.tasks):
-        if not directory.is_dir():
-            raise SystemExit(f"training.data: --tasks {directory}: not a directory")
         for path in sorted(directory.glob("*.py")):
             source = path.read_text(errors="replace")
             if "class Model" not in source:
