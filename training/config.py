@@ -60,8 +60,7 @@ def announce(args: object) -> None:
 
 def _add_flag(parser: argparse.ArgumentParser, field: dataclasses.Field) -> None:
     flag = "--" + field.name.replace("_", "-")
-    default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
-    help_text = f"{field.metadata.get('help', '')} (default: {_shown(default)})"
+    help_text = f"{field.metadata.get('help', '')} (default: {shown(default_of(field))})"
     kind = str(field.type)
     if kind == "bool":
         parser.add_argument(flag, dest=field.name, action=argparse.BooleanOptionalAction, help=help_text)
@@ -74,7 +73,13 @@ def _add_flag(parser: argparse.ArgumentParser, field: dataclasses.Field) -> None
         parser.add_argument(flag, dest=field.name, type=types[kind], metavar=field.name.upper(), help=help_text)
 
 
-def _shown(value: object) -> str:
+def default_of(field: dataclasses.Field) -> object:
+    """A field's default value, made by its factory where it has one."""
+    return field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+
+
+def shown(value: object) -> str:
+    """A default as `--help` and the README show it: on/off, space-separated lists, `none` for nothing."""
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, list):

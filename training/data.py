@@ -39,6 +39,7 @@ from training import config, synth
 from training.dedup import Suite, task_id
 from training.rationale import rationale
 
+VARIANTS = 4  # the inductor backend's candidates asked for per task: the first all-Triton one that verifies wins
 FAMILY_PATTERNS = {
     "gemm": r"\b(matmul|mm|bmm|linear|Linear|addmm|einsum)\b|@",
     "conv": r"\b[Cc]onv(?:Transpose)?[123]d\b|\bconv(?:_transpose)?[123]d\b",
@@ -328,7 +329,7 @@ def _convert(task: Task, backend, pool, scratch: Path, args: DataArgs) -> dict:
     path.parent.mkdir()
     path.write_text(task.source)
     try:
-        generated = backend.generate(GenerationRequest(path, 4, pool.device))
+        generated = backend.generate(GenerationRequest(path, VARIANTS, pool.device))
     except BackendError as exc:
         return {"kept": False, "verdict": "not_converted", "rules": [], "message": str(exc)[:500]}
     strict = [g for g in generated if g.policy == "strict"]

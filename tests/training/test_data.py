@@ -16,7 +16,7 @@ from model_server.backends.text import TextBackend
 from tests.conftest import FIXTURES
 from tests.test_project import ROOT
 from training import data
-from training.config import _shown
+from training.config import default_of, shown
 
 TASKS = FIXTURES / "tasks"
 
@@ -133,6 +133,5 @@ def test_the_readme_table_lists_every_argument_with_its_default_and_help():
     }
     expected = {}
     for field in dataclasses.fields(data.DataArgs):
-        default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
-        expected["--" + field.name.replace("_", "-")] = [_shown(default), field.metadata["help"]]
+        expected["--" + field.name.replace("_", "-")] = [shown(default_of(field)), field.metadata["help"]]
     assert rows == expected
