@@ -175,7 +175,7 @@ def test_the_y_overflow_grid_spills_into_z_as_inductor_launches_it(ynumel, expec
 def test_a_subgraph_inductor_calls_is_inlined_into_the_hybrid():
     """Inductor's split-K matrix-vector product on the H100 (its autotuner's `decompose_k` choice): a subgraph
     called with a list of buffers, holding a batched cuBLAS product with `out_dtype` and two Triton reductions."""
-    capture, task, name = load(FIXTURES / "matvec.cuda-templates.json")
+    capture, task, name = load(FIXTURES / "published_matvec.cuda-templates.json")
     assert uses_library(capture)  # the library call is inside the subgraph, not in `call` itself
     source = rewrite(capture, task, name, Variant("hybrid", hybrid=True))
     assert (
