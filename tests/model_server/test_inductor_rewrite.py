@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Collection
 
 import pytest
 
@@ -23,6 +24,23 @@ from verifier.rules import RULES
 from verifier.verification import HYBRID_ALLOWS
 
 CASES = fixtures()
+RUFF_DEFAULT_RULES = "E4,E7,E9,F"
+
+
+def _refused(source: str, name: str, allowed: Collection[str] = ()) -> list:
+    """The audit's findings that would refuse `source`: a rule that rejects a candidate (but those `allowed`),
+    or a language error (TRI1xx)."""
+    return [
+        f
+        for f in audit_source(source, name)
+        if (RULES[f.rule].rejects or f.rule.startswith("TRI1")) and f.rule not in allowed
+    ]
+
+
+def _ruff(target: str, source: str | None = None) -> subprocess.CompletedProcess:
+    """ruff's default rules over a path, or over `source` given on stdin (`target` "-")."""
+    command = [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--select", RUFF_DEFAULT_RULES]
+    return subprocess.run([*command, target], input=source, capture_output=True, text=True)
 
 
 def test_there_are_captures_from_both_devices_and_refusals():
@@ -44,18 +62,12 @@ def test_the_rewrite_of_a_capture_matches_its_expected_output(path):
 def test_every_expected_candidate_parses_and_passes_the_anti_hacking_rules(path):
     source = expected_path(path, refused=False).read_text()
     ast.parse(source)
-    rejected = [f for f in audit_source(source, path.name) if RULES[f.rule].rejects or f.rule.startswith("TRI1")]
-    assert rejected == []
+    assert _refused(source, path.name) == []
 
 
 @pytest.mark.parametrize("path", [p for p in CASES if expected_path(p, refused=False).exists()], ids=lambda p: p.stem)
 def test_every_expected_candidate_is_clean_under_ruffs_default_rules(path):
-    done = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--select", "E4,E7,E9,F", "-"],
-        input=expected_path(path, refused=False).read_text(),
-        capture_output=True,
-        text=True,
-    )
+    done = _ruff("-", expected_path(path, refused=False).read_text())
     assert done.returncode == 0, done.stdout
 
 
@@ -85,22 +97,13 @@ def test_every_variant_of_a_published_task_passes_the_audit_and_ruff(path, tmp_p
             source = rewrite(captures[planned.mode], task, name, planned.variant)
         except RewriteError:
             continue
-        allowed = HYBRID_ALLOWS if planned.variant.hybrid else set()
-        findings = [
-            f
-            for f in audit_source(source, "candidate.py")
-            if (RULES[f.rule].rejects or f.rule[:4] == "TRI1") and f.rule not in allowed
-        ]
+        findings = _refused(source, "candidate.py", HYBRID_ALLOWS if planned.variant.hybrid else ())
         assert findings == [], (planned.variant.label, findings)
         written.append(tmp_path / f"variant_{len(written)}.py")
         written[-1].write_text(source)
     assert written or path.stem == "published_conv1d.cuda", "no variant of this task rewrites"
     if written:
-        done = subprocess.run(
-            [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--select", "E4,E7,E9,F", tmp_path],
-            capture_output=True,
-            text=True,
-        )
+        done = _ruff(str(tmp_path))
         assert done.returncode == 0, done.stdout
 
 
@@ -187,10 +190,5 @@ def test_a_subgraph_inductor_calls_is_inlined_into_the_hybrid():
     assert "out_dtype" not in source and "decompose_k" not in source and "args" not in source
     rejected = [f.rule for f in check_candidate(source) if RULES[f.rule].rejects and f.rule != "TRI302"]
     assert rejected == []  # the hybrid policy lifts TRI302 (library compute) and nothing else
-    done = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--select", "E4,E7,E9,F", "-"],
-        input=source,
-        capture_output=True,
-        text=True,
-    )
+    done = _ruff("-", source)
     assert done.returncode == 0, done.stdout
