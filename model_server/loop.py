@@ -11,7 +11,7 @@ import contextlib
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -235,9 +235,10 @@ def _generate(
 
 
 class _RoundVerifier:
-    """Verifies one round's candidates as they are submitted, `pool.size` at a time, and reports each once the
-    round's candidates are all known. A run that fails for want of GPU memory while something else shared the
-    GPU (another verification, the backend's compile) is verified again alone at the end."""
+    """Verifies one round's candidates as they are submitted, `pool.size` at a time (fewer where the pool judges
+    that fewer of the task's verifications fit in GPU memory at once), and reports each once the round's
+    candidates are all known. A run that fails for want of GPU memory while something else shared the GPU
+    (another verification, the backend's compile) is verified again alone at the end."""
 
     def __init__(
         self,
@@ -256,6 +257,8 @@ class _RoundVerifier:
         self.crowdable: list[bool] = []
         self.futures: dict[Future, int] = {}
         self.executor = ThreadPoolExecutor(max_workers=pool.size)
+        self.turns = threading.Condition()
+        self.running = 0
 
     def submit(self, candidates: list[Generated], last: bool = True) -> None:
         """Start verifying `candidates`; `last` when no more will come this round (the backend is done). Each is
@@ -304,18 +307,34 @@ class _RoundVerifier:
         """The candidate's report; the string "crowded" where the task's own run (beside other GPU work) found
         no device memory: only a run alone can tell the task's fault from the crowd's."""
         try:
-            return _verify_unless_cancelled(
-                self.pool,
-                self.task,
-                self.paths[index - 1],
-                self.submitted[index - 1].policy,
-                self.options,
-                self.cancelled,
-            )
+            with self._turn():
+                return _verify_unless_cancelled(
+                    self.pool,
+                    self.task,
+                    self.paths[index - 1],
+                    self.submitted[index - 1].policy,
+                    self.options,
+                    self.cancelled,
+                )
         except TaskError as exc:
             if alone or not _crowded(exc):
                 raise
             return "crowded"
+
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[None]:
+        """Wait until one more of the task's verifications fits beside those running (known once the pool has the
+        task's baseline: two that do not fit would both be lost, one to a retry)."""
+        with self.turns:
+            while self.running and self.running >= (self.pool.fitting(self.task) or self.pool.size):
+                self.turns.wait()
+            self.running += 1
+        try:
+            yield
+        finally:
+            with self.turns:
+                self.running -= 1
+                self.turns.notify_all()
 
     def _record(self, index: int, report: Report) -> Attempt:
         report.message = report.message.replace(f"{self.scratch}/", "")

@@ -176,6 +176,8 @@ class LeafCheck:
 
     def add(self, start: int, cand: torch.Tensor) -> None:
         """The candidate's elements `start .. start + len(cand)` of the flattened leaf."""
+        if not cand.numel():
+            return
         ref = self.ref[start : start + cand.numel()]
         self.seen += cand.numel()
         if not self.floating:
@@ -186,6 +188,8 @@ class LeafCheck:
                 self.max_diff = max(self.max_diff, float((cand.double() - ref.double()).abs().max()))
             return
         r, c = ref.double(), cand.double()
+        if not self.ref.is_complex() and self._add_all_finite(r, c):
+            return
         for what, ref_mask, cand_mask in (
             ("NaN", r.isnan(), c.isnan()),
             ("+Inf", r.isposinf(), c.isposinf()),
@@ -203,6 +207,36 @@ class LeafCheck:
         self.outside += int((diff > self.atol + self.rtol * rf.abs()).sum())
         self.ref_range = _widen(self.ref_range, float(rf.min()), float(rf.max()))
         self.cand_range = _widen(self.cand_range, float(cf.min()), float(cf.max()))
+
+    def _add_all_finite(self, r: torch.Tensor, c: torch.Tensor) -> bool:
+        """`add` where every value of both chunks is finite (the usual case), in one pass and one device sync: a
+        GB-sized output arrives in hundreds of chunks, and the general path's masks and syncs make its reader
+        slower than the copy. False (nothing recorded) where a value is not finite."""
+        diff = (c - r).abs()
+        magnitude = r.abs()
+        ref_low, ref_high = torch.aminmax(r)
+        cand_low, cand_high = torch.aminmax(c)
+        stats = torch.stack(
+            [
+                (~r.isfinite()).sum() + (~c.isfinite()).sum(),
+                diff.max(),
+                magnitude.max(),
+                (diff > self.atol + self.rtol * magnitude).sum(),
+                ref_low,
+                ref_high,
+                cand_low,
+                cand_high,
+            ]
+        ).tolist()
+        if stats[0]:
+            return False
+        self.finite += r.numel()
+        self.max_diff = max(self.max_diff, stats[1])
+        self.scale = max(self.scale, stats[2])
+        self.outside += int(stats[3])
+        self.ref_range = _widen(self.ref_range, stats[4], stats[5])
+        self.cand_range = _widen(self.cand_range, stats[6], stats[7])
+        return True
 
     def finish(self) -> Comparison:
         result, name = self.result, self.name

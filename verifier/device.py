@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 DEVICES = ("auto", "cuda", "cpu")
 
 
@@ -17,3 +19,16 @@ def resolve_device(device: str) -> str:
     if device == "cuda" and not available:
         raise ValueError("--device cuda was requested but no CUDA GPU is visible")
     return "cuda" if available else "cpu"
+
+
+def visible_gpu(index: int) -> str:
+    """The CUDA_VISIBLE_DEVICES entry that makes this process's GPU `index` the only one a child sees (a trainer
+    rank's own GPU, for its verifier's sandboxes)."""
+    if index < 0:
+        raise ValueError(f"a GPU index is at least 0, got {index}")
+    visible = [entry.strip() for entry in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if entry.strip()]
+    if not visible:
+        return str(index)
+    if index >= len(visible):
+        raise ValueError(f"GPU {index} is not visible (CUDA_VISIBLE_DEVICES={','.join(visible)})")
+    return visible[index]

@@ -15,6 +15,7 @@ or that alias an earlier call's output, timers or hooks that were replaced, and 
 from __future__ import annotations
 
 import copy
+import functools
 import gc
 import importlib.util
 import json
@@ -31,6 +32,7 @@ from types import ModuleType
 from typing import NoReturn
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from verifier import compare, coverage, launch_hook, sanitizer, timing
 from verifier.channel import Channel, ChannelClosed
@@ -313,6 +315,8 @@ def time_reference(job: Job) -> TimedReference:
     result: TimedReference = {"ok": True}
     with torch.no_grad():
         result["eager"] = timing.time_cuda(lambda: model(*inputs), job["timing_trials"])
+        result["peak_bytes"] = torch.cuda.max_memory_allocated(device)
+        result["device_bytes"] = torch.cuda.get_device_properties(device).total_memory
         if job.get("compile", True):
             compiled = torch.compile(model)
             started = time.perf_counter()
@@ -408,10 +412,11 @@ def run_candidate(job: Job) -> CandidateResult:
         del before
         structure, leaves = flatten(output)
         _check_leaves(watch, leaves, previous, on_device)
-        previous = leaves
+        previous = _held(leaves)
         _send_outputs(channel, structure, leaves)
         del output, on_device
         _collect_garbage(leaves)
+        del leaves
         watch.check_environment()
         stages["first_call_s" if number == 0 else "calls_s"] += time.perf_counter() - call_started
     kernels = sorted(set(watch.launches.names))
@@ -541,11 +546,19 @@ def _check_inputs(watch: Watch, before: list, after: list) -> None:
             watch.flag("TRI354", f"forward modified its input #{index}")
 
 
-def _check_leaves(watch: Watch, leaves: list, previous: list, inputs: list) -> None:
+def _held(leaves: list) -> list[tuple[int, StorageWeakRef]]:
+    """Where each output tensor lives, without keeping it alive: a GB-sized output is freed before the next call
+    unless the candidate itself holds on to it (a cache), which is what TRI357 looks for."""
+    return [
+        (x.data_ptr(), StorageWeakRef(x.untyped_storage())) for x in leaves if type(x) is torch.Tensor and x.numel()
+    ]
+
+
+def _check_leaves(watch: Watch, leaves: list, previous: list[tuple[int, StorageWeakRef]], inputs: list) -> None:
     for leaf in leaves:
         if type(leaf) is not torch.Tensor:
             watch.flag("TRI355", f"forward returned a {type(leaf).__qualname__}, not a plain torch.Tensor")
-    earlier = {x.data_ptr() for x in previous if type(x) is torch.Tensor and x.numel()}
+    earlier = {pointer for pointer, storage in previous if not storage.expired()}
     fresh = {x.data_ptr() for x in inputs if isinstance(x, torch.Tensor) and x.numel()}
     for leaf in leaves:
         if type(leaf) is torch.Tensor and leaf.numel() and leaf.data_ptr() in earlier - fresh:
@@ -665,8 +678,14 @@ def _fingerprint(chunk: torch.Tensor) -> int:
     """A position-sensitive checksum of a uint8 chunk (tells a repeated output from a fresh one)."""
     values = chunk.view(torch.int32) if chunk.numel() % 4 == 0 else chunk
     values = values.to(torch.int64)
-    weights = torch.arange(values.numel(), device=values.device) % FINGERPRINT_MODULUS + 1
-    return (int(values.sum()) * 1000003 + int((values * weights).sum())) % 2**61
+    plain, weighted = torch.stack([values.sum(), (values * _weights(values.numel(), values.device)).sum()]).tolist()
+    return (plain * 1000003 + weighted) % 2**61
+
+
+@functools.lru_cache(maxsize=4)
+def _weights(count: int, device: torch.device) -> torch.Tensor:
+    """The fingerprint's position weights (every full chunk of a GB-sized output has the same count)."""
+    return torch.arange(count, device=device) % FINGERPRINT_MODULUS + 1
 
 
 def _fingerprint_leaves(leaves: list, chunk_bytes: int) -> int:

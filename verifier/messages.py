@@ -165,6 +165,8 @@ class TimedReference(TypedDict, total=False):
     compiled: TimingSample
     compile_seconds: float
     compile_error: str
+    peak_bytes: int  # the GPU memory the task's eager run took at most (model, inputs, outputs, workspace)
+    device_bytes: int
 
 
 class TimedCandidate(TypedDict):

@@ -9,6 +9,7 @@ warm between verifications; `warm` starts them ahead and `time_baseline` times a
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import queue
 import shutil
@@ -18,12 +19,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from verifier.cache import inductor_cache_dir
-from verifier.device import resolve_device
+from verifier.device import resolve_device, visible_gpu
 from verifier.errors import Cancelled
 from verifier.options import VerifyOptions
 from verifier.report import Report
 from verifier.verification import Shared, Slot, Verification
 from verifier.zygote_handle import start_all
+
+# GPU memory of one verification (its candidate's and its reference's sandboxes), in multiples of the task's eager
+# peak (H100, 2026-11-26, nvidia-smi: pointwise_conv2d's eager run peaks at 12.3 GiB; each of its verifications
+# held 63-71 GB, the candidate's sandbox 42-50 GB of it).
+VERIFICATION_FOOTPRINT = 5
+USABLE_SHARE = 0.9  # of the GPU's memory: the CUDA contexts and the allocators' slack take the rest
 
 
 class VerifierPool:
@@ -32,14 +39,19 @@ class VerifierPool:
     Use as a context manager, or call `close()`; `verify()` is thread-safe and blocks for a free slot.
     """
 
-    def __init__(self, size: int = 1, device: str = "auto", isolate: bool = True):
-        self.shared = Shared(resolve_device(device))
+    def __init__(self, size: int = 1, device: str = "auto", isolate: bool = True, gpu: int | None = None):
+        """`gpu`: on a machine with several, the index (among this process's visible GPUs) of the one the
+        sandboxes use and see alone, e.g. a trainer rank's own; None: the default GPU."""
+        resolved = resolve_device(device)
+        self.shared = Shared(resolved, visible_gpu(gpu) if gpu is not None and resolved == "cuda" else None)
         self.isolate = isolate
         self._base = Path(tempfile.mkdtemp(prefix="tritonize-"))
         os.chmod(self._base, 0o700)
         inductor_cache = inductor_cache_dir()
         inductor_cache.mkdir(parents=True, exist_ok=True)
-        self._slots = [Slot(i, self._base, self.device, isolate, inductor_cache) for i in range(max(1, size))]
+        self._slots = [
+            Slot(i, self._base, self.device, isolate, inductor_cache, self.shared.gpu) for i in range(max(1, size))
+        ]
         self._free: queue.Queue[Slot] = queue.Queue()
         for slot in self._slots:
             self._free.put(slot)
@@ -88,6 +100,18 @@ class VerifierPool:
                 if self._closed:  # closed while starting: what started after `close()` stopped the slots
                     slot.stop()
                 self._free.put(slot)
+
+    def fitting(self, task: str | os.PathLike) -> int | None:
+        """How many verifications of `task` fit on the GPU at once, judged by the peak memory of its eager run
+        (measured with its baseline timings; None before that, or on a CPU). A verification holds the task's
+        inputs and outputs several times over: guarded and cloned inputs, the candidate's temporaries, the
+        reference's own run."""
+        digest = hashlib.sha256(Path(task).read_bytes()).hexdigest()
+        for key, baseline in list(self.shared.baselines.items()):
+            if key[0] == digest and baseline.get("peak_bytes"):
+                usable = USABLE_SHARE * baseline["device_bytes"]
+                return max(1, int(usable // (VERIFICATION_FOOTPRINT * baseline["peak_bytes"])))
+        return None
 
     def time_baseline(self, task: str | os.PathLike, cancelled: Callable[[], bool] | None = None, **options) -> None:
         """Measure the task's eager and torch.compile timings now, on a free slot, for the verifications of the

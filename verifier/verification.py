@@ -66,11 +66,11 @@ class Slot:
     """The two sandboxes one verification uses, the reference's zygote and the candidate's, and the channel
     that carries the candidate's outputs to the reference side."""
 
-    def __init__(self, index: int, base: Path, device: str, isolate: bool, cache_dir: Path):
+    def __init__(self, index: int, base: Path, device: str, isolate: bool, cache_dir: Path, gpu: str | None = None):
         self.channel = Channel.create(CHANNEL_SLOT_BYTES.get(device, CHANNEL_SLOT_BYTES["cuda"]))
         fds = [self.channel.fd]
-        self.reference = ZygoteHandle(f"ref-{index}", base, device, isolate, [str(cache_dir)], fds)
-        self.candidate = ZygoteHandle(f"cand-{index}", base, device, isolate, pass_fds=fds)
+        self.reference = ZygoteHandle(f"ref-{index}", base, device, isolate, [str(cache_dir)], fds, gpu)
+        self.candidate = ZygoteHandle(f"cand-{index}", base, device, isolate, pass_fds=fds, gpu=gpu)
 
     def stop(self) -> None:
         try:
@@ -86,13 +86,14 @@ class Shared:
     baseline timings of each task, measured once."""
 
     device: str
+    gpu: str | None = None  # the GPU the sandboxes see, as CUDA_VISIBLE_DEVICES names it (None: the default one)
     timing_lock: threading.Lock = field(default_factory=threading.Lock)
     baselines: dict[tuple, dict] = field(default_factory=dict)
 
     @contextlib.contextmanager
     def measuring(self) -> Iterator[None]:
         """For a timing run: this pool's timing lock, then the GPU alone (`gpu_lock`, across processes)."""
-        with self.timing_lock, gpu_lock.measuring():
+        with self.timing_lock, gpu_lock.measuring(self.gpu):
             yield
 
 
@@ -265,7 +266,7 @@ class Verification:
         channel; both results, or None after setting the verdict for a candidate that did not finish. Outside a
         timing run (whose caller holds the GPU alone), the pair shares the GPU: no timing runs meanwhile."""
         sharing = self.shared.device == "cuda" and kind != "time_candidate"
-        with gpu_lock.sharing() if sharing else contextlib.nullcontext():
+        with gpu_lock.sharing(self.shared.gpu) if sharing else contextlib.nullcontext():
             return self._run_jobs_of_pair(module_name, kind, calls)
 
     def _run_jobs_of_pair(
@@ -362,7 +363,7 @@ class Verification:
         calls: list[Call] = [{"seed": self.first_seed, "grad": False, "label": "sanitized call"}]
         extra = {"inputs_source": inputs, "sanitizer": executable}
         seconds = max(SANITIZE_MIN_SECONDS, SANITIZE_SLOWDOWN * self.opts.timeout)
-        with gpu_lock.sharing():
+        with gpu_lock.sharing(self.shared.gpu):
             outcome = self._run_job(self.slot.candidate, name, "sanitize", extra, calls, seconds=seconds)
         self.phases["sanitize_s"] = time.perf_counter() - started
         count, errors = sanitizer.read_log(_read_text(job_dir / SANITIZER_LOG_FILE, SANITIZER_LOG_LIMIT))

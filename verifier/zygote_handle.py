@@ -53,8 +53,10 @@ class ZygoteHandle:
         isolate: bool,
         writable: Iterable[str] = (),
         pass_fds: Iterable[int] = (),
+        gpu: str | None = None,
     ):
         self.name = name
+        self.gpu = gpu
         self.pass_fds = tuple(pass_fds)
         self.base = base
         self.device = device
@@ -183,6 +185,8 @@ class ZygoteHandle:
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
+        elif self.gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.gpu
         for path in self.writable:
             env["TORCHINDUCTOR_CACHE_DIR"] = path
         return env

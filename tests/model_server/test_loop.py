@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import subprocess
 import sys
@@ -337,3 +338,39 @@ def test_a_task_out_of_device_memory_beside_another_verification_fails_only_when
         convert(task, ScriptedBackend([[correct, correct]]), pool, ConvertOptions(samples=2, rounds=1), events.append)
     notes = [e["text"] for e in events if e["event"] == "note" and "verifying it alone" in e["text"]]
     assert len(notes) == 1 and "candidate 1 ran out of GPU memory" in notes[0]  # alone, it fails: the task's fault
+
+
+class _OneAtATimePool(VerifierPool):
+    """A real CPU pool that reports room for one verification of the task at a time (what `fitting` says on a GPU
+    once a huge task's baseline has measured its memory: nothing measures GPU memory here) and records when each
+    verification runs."""
+
+    def __init__(self):
+        super().__init__(size=2, device="cpu")
+        self.spans: list[tuple[float, float]] = []
+
+    def fitting(self, task):
+        return 1
+
+    def verify(self, *args, **kwargs):
+        started = time.monotonic()
+        try:
+            return super().verify(*args, **kwargs)
+        finally:
+            self.spans.append((started, time.monotonic()))
+
+
+def test_verifications_that_do_not_fit_beside_each_other_run_one_at_a_time():
+    correct = (CANDIDATES / "relu_ok.py").read_text()
+    with _OneAtATimePool() as narrow:
+        outcome = convert(
+            TASKS / "relu.py",
+            ScriptedBackend([[correct, correct.replace("256", "128"), _wrong_relu()]]),
+            narrow,
+            ConvertOptions(samples=3, rounds=1, trials=2),
+            lambda event: None,
+        )
+        spans = sorted(narrow.spans)
+    assert sorted(a.report.verdict for a in outcome.attempts) == ["correct", "correct", "incorrect"]
+    assert len(spans) == 3
+    assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans)), spans

@@ -5,10 +5,12 @@ from __future__ import annotations
 import statistics
 
 import pytest
+import torch
 
 from tests.conftest import FIXTURES
 from tests.verifier.zoo_cases import zoo_cases
 from verifier import VerifierPool
+from verifier.pool import VERIFICATION_FOOTPRINT
 
 pytestmark = pytest.mark.gpu
 CASES = zoo_cases()
@@ -97,6 +99,21 @@ def test_a_6_gib_task_verifies_under_a_4_gib_host_memory_limit(gpu_pool):
     assert report.verdict == "correct", report.message
     assert report.max_abs_error == 0
     assert report.timing["candidate_ms"] > 0
+
+
+@pytest.mark.slow
+def test_the_baseline_tells_how_many_verifications_of_a_task_fit_at_once():
+    """A tiny task leaves room for several verifications beside each other; one whose eager run holds 12 GiB
+    (relu_6gib) leaves room for fewer, and for one only where two would need more than the GPU has."""
+    huge = FIXTURES.parent.parent / "benchmarks/tasks/published/relu_6gib.py"
+    with VerifierPool(size=1, device="cuda") as pool:
+        assert pool.fitting(ADD) is None and pool.fitting(huge) is None, "nothing is known before a baseline"
+        for task in (ADD, huge):
+            pool.time_baseline(task, compile_baseline=False)
+        total = torch.cuda.get_device_properties(0).total_memory
+        assert pool.fitting(ADD) >= 2
+        assert pool.fitting(huge) < pool.fitting(ADD)
+        assert pool.fitting(huge) * VERIFICATION_FOOTPRINT * 12 * 2**30 <= total
 
 
 def test_sanitize_sees_an_out_of_bounds_read_that_guard_zones_cannot(gpu_pool):

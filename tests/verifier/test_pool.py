@@ -74,3 +74,15 @@ def test_warming_starts_the_sandboxes_before_the_first_verification():
         report = fresh.verify(ADD, GOOD, trials=1)
         assert report.verdict == "correct", report.message
         assert report.phases["start_s"] == 0
+
+
+def test_a_gpu_index_names_the_device_a_child_sees(monkeypatch):
+    """A trainer rank's verifier sandboxes see its own GPU alone: index i of this process's visible GPUs."""
+    from verifier.device import visible_gpu
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert visible_gpu(1) == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4, 6")
+    assert visible_gpu(0) == "4" and visible_gpu(1) == "6"
+    with pytest.raises(ValueError, match="GPU 2 is not visible"):
+        visible_gpu(2)
