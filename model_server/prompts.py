@@ -114,3 +114,9 @@ def extract_code(text: str) -> str | None:
     with_model = [block for block in blocks if "class ModelNew" in block]
     chosen = (with_model or blocks or [None])[-1]
     return chosen + "\n" if chosen else None
+
+
+def reply_code(profile: str, reply: str) -> str | None:
+    """The module in a model's reply to `profile`'s prompt: a `kernelllm` reply continues the code block its
+    prompt opened, so it is read as that block."""
+    return extract_code("```python\n" + reply if profile == "kernelllm" else reply)

@@ -60,7 +60,7 @@ def announce(args: object) -> None:
 
 def _add_flag(parser: argparse.ArgumentParser, field: dataclasses.Field) -> None:
     flag = "--" + field.name.replace("_", "-")
-    help_text = f"{field.metadata.get('help', '')} (default: {shown(default_of(field))})"
+    help_text = f"{field.metadata.get('help', '')} (default: {shown(default_of(field))})".replace("%", "%%")
     kind = str(field.type)
     if kind == "bool":
         parser.add_argument(flag, dest=field.name, action=argparse.BooleanOptionalAction, help=help_text)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from model_server import prompts
-from training import config, synth
+from training import config, jsonl, synth
 from training.dedup import Suite, task_id
 from training.rationale import rationale
 
@@ -363,8 +363,8 @@ def _convert(task: Task, backend, pool, scratch: Path, args: DataArgs) -> dict:
 
 def sft_summary(out: Path, profiles: list[str]) -> dict:
     """Pairs and rejections over every run on this directory (the SFT files and `progress.jsonl`)."""
-    pairs = {profile: _lines(records_path(out, "sft", profile)) for profile in profiles}
-    rejected = [o for o in _lines(out / "progress.jsonl") if not o.get("kept")]
+    pairs = {profile: jsonl.read(records_path(out, "sft", profile)) for profile in profiles}
+    rejected = [o for o in jsonl.read(out / "progress.jsonl") if not o.get("kept")]
     return {
         "tasks_converted": len({pair["id"] for lines in pairs.values() for pair in lines}),
         "pairs": {profile: len(lines) for profile, lines in pairs.items()},
@@ -376,23 +376,7 @@ def sft_summary(out: Path, profiles: list[str]) -> dict:
 def _done_ids(out: Path) -> set[str]:
     """Tasks an earlier run on `out` finished (a pair written counts, even where its outcome line was not)."""
     files = [out / "progress.jsonl", *out.glob("sft.*.jsonl")]
-    return {line["id"] for path in files for line in _lines(path) if "id" in line}
-
-
-def _lines(path: Path) -> list[dict]:
-    """The JSON objects of a JSONL file (none if it does not exist), without a last line cut short by an
-    interrupted run."""
-    if not path.exists():
-        return []
-    found = []
-    for line in path.read_text().splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-    return found
+    return {line["id"] for path in files for line in jsonl.read(path) if "id" in line}
 
 
 def _log(text: str) -> None:

@@ -11,13 +11,12 @@ corpus of Triton and PyTorch snippets.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from training import config
+from training import config, jsonl
 
 EOS = "<|endoftext|>"
 # A message is `<|role|>` on a line, then its text; an assistant message ends with EOS, so a trained model stops.
@@ -130,14 +129,9 @@ def data_text(directory: Path) -> Iterator[str]:
     if not paths:
         raise ValueError(f"--data: no .jsonl files in {directory} (run python -m training.data first)")
     for path in paths:
-        for line in path.read_text().splitlines():
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                for key in ("prompt", "completion"):
-                    yield from _texts(value.get(key))
+        for record in jsonl.read(path):
+            for key in ("prompt", "completion"):
+                yield from _texts(record.get(key))
 
 
 def _texts(value: object) -> Iterable[str]:

@@ -29,6 +29,9 @@ class GenerationRequest:
     # Why the backend made fewer candidates than asked (a variant it could not make, a compile that failed),
     # one short line each, for the user's progress line; filled by `generate`.
     shortfall: list[str] = field(default_factory=list)
+    # Sampling of model backends (their own defaults where None); backends without a model ignore them.
+    temperature: float | None = None
+    max_tokens: int | None = None
 
     def seconds_left(self, limit: float) -> float:
         """How long generation may still take: `limit`, cut to what the deadline leaves."""

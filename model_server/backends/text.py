@@ -26,10 +26,10 @@ def conversations(profile: str, task: str, request: GenerationRequest) -> list[t
     ]
 
 
-def candidates_from_replies(replies: list[str]) -> list[Generated]:
+def candidates_from_replies(profile: str, replies: list[str]) -> list[Generated]:
     """Each reply's code block, or the reply itself when it has none: a garbage reply is still verified, so it
     gets a verdict and a report (never silently dropped)."""
-    return [Generated(prompts.extract_code(reply) or reply) for reply in replies]
+    return [Generated(prompts.reply_code(profile, reply) or reply) for reply in replies]
 
 
 class TextBackend:
@@ -46,8 +46,8 @@ class TextBackend:
         task = request.task.read_text()
         replies = []
         for messages, count in conversations(self.profile, task, request):
-            replies.extend(self.chat(messages, n=count))
-        return candidates_from_replies(replies)
+            replies.extend(self.chat(messages, count, request.max_tokens, request.temperature))
+        return candidates_from_replies(self.profile, replies)
 
     def chat(self, messages: list[dict], n: int = 1, max_tokens: int | None = None, temperature: float | None = None):
         """`n` sampled replies to a conversation (the last message as a raw prompt for the `kernelllm` profile)."""

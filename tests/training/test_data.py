@@ -3,9 +3,7 @@ interpreter, and the files that `datasets` reads."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import re
 
 import datasets
 import pytest
@@ -14,9 +12,7 @@ from model_server import prompts
 from model_server.backends.base import GenerationRequest
 from model_server.backends.text import TextBackend
 from tests.conftest import FIXTURES
-from tests.test_project import ROOT
 from training import data
-from training.config import default_of, shown
 
 TASKS = FIXTURES / "tasks"
 
@@ -120,18 +116,3 @@ def test_tasks_become_verified_pairs_and_prompts_that_datasets_reads(tmp_path, c
     assert data.main(flags) == 0
     assert "SFT: 0 tasks to convert" in capsys.readouterr().err
     assert len((out / "sft.autotriton.jsonl").read_text().splitlines()) == len(pairs["autotriton"])
-
-
-def test_the_readme_table_lists_every_argument_with_its_default_and_help():
-    readme = ROOT.joinpath("README.md").read_text()
-    section = readme.split("## Training (`python -m training.data`)", 1)[1].split("\n## ", 1)[0]
-    rows = {
-        re.match(r"`(--[\w-]+)", cells[0]).group(1): cells[1:]
-        for line in section.splitlines()
-        if line.startswith("| `--")
-        for cells in [[cell.strip() for cell in line.strip("|").split("|")]]
-    }
-    expected = {}
-    for field in dataclasses.fields(data.DataArgs):
-        expected["--" + field.name.replace("_", "-")] = [shown(default_of(field)), field.metadata["help"]]
-    assert rows == expected

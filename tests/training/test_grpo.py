@@ -1,0 +1,91 @@
+"""`python -m training.grpo` on a CPU: a from-scratch tiny Llama trained for a few steps on RL prompts in
+training.data's format, rewarded by the real verifier (Triton's interpreter), resuming, and the errors it names.
+The whole pipeline, data to eval, is tests/training/test_pipeline.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import FIXTURES
+from tests.test_project import ROOT
+from tests.training.conftest import outcome
+from training import config, data, grpo, models
+
+CONFIGS = ROOT / "training" / "configs"
+FAST = ["--num-generations", "2", "--per-device-batch-size", "2", "--max-completion-length", "16"]
+FAST += ["--verify-device", "cpu", "--trials", "2", "--logging-steps", "1", "--save-steps", "1"]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    """RL records as training.data writes them: three train prompts and a test one."""
+    directory = tmp_path_factory.mktemp("data")
+    with data.records_path(directory, "rl", "autotriton").open("w") as f:
+        for number, (name, split) in enumerate(
+            [("relu", "train"), ("add", "train"), ("scale", "train"), ("row_sum", "test")]
+        ):
+            source = (FIXTURES / "tasks" / f"{name}.py").read_text()
+            task = data.Task(f"{number:016x}", name, source, name, ("elementwise",), split)
+            f.write(json.dumps(data.record(task, "autotriton")) + "\n")
+    return directory
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_steps_are_rewarded_by_the_verifier_logged_and_resumed(model_dir, data_dir, tmp_path):
+    run = tmp_path / "run"
+    argv = ["--model", str(model_dir), "--data", str(data_dir), "--output-dir", str(run), *FAST]
+    assert grpo.main([*argv, "--max-steps", "1"]) == 0
+    assert (run / models.FINAL / "model.safetensors").is_file() and (run / "checkpoint-1").is_dir()
+    [logged] = [line for line in lines(run / models.LOG) if "reward" in line]
+    assert {"rewards/correct/mean", "rewards/speedup/mean", "rewards/well_formed/mean"} <= set(logged)
+    assert any(key.startswith("verdicts/") for key in logged), "the verdicts' shares are among the metrics"
+    [step] = lines(run / grpo.STEPS_LOG)
+    assert step["step"] == 1 and step["generation_s"] > 0
+    assert step["seconds"] >= step["generation_s"] + step["reward_s"]
+    verified = lines(run / grpo.REWARDS_LOG)
+    assert len(verified) == 2 and all(not line["passed"] for line in verified)
+
+    assert grpo.main([*argv, "--max-steps", "2"]) == 0
+    assert [line["step"] for line in lines(run / grpo.STEPS_LOG)] == [1, 2], "the re-run resumed at step 1"
+    state = json.loads((run / "checkpoint-2" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2
+
+
+def test_bad_inputs_are_named_in_one_line(model_dir, data_dir, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    only_test = tmp_path / "only-test"
+    only_test.mkdir()
+    test_rows = [line for line in (data_dir / "rl.autotriton.jsonl").read_text().splitlines() if '"test"' in line]
+    (only_test / "rl.autotriton.jsonl").write_text("\n".join(test_rows) + "\n")
+    base = ["--model", str(model_dir), "--output-dir", str(tmp_path / "run")]
+    cases = [
+        ([*base, "--data", str(empty)], "no rl.autotriton.jsonl in"),
+        ([*base, "--data", str(only_test)], "no rows in the train split (rows per split: {'test': 1})"),
+        ([*base, "--data", str(data_dir), "--num-generations", "3"], "must be a multiple of --num-generations (3)"),
+        ([*base, "--data", str(data_dir), "--num-generations", "1"], "--num-generations must be at least 2"),
+        (
+            ["--model", str(tmp_path / "nowhere"), "--data", str(data_dir), "--output-dir", str(tmp_path / "r")],
+            "nowhere",
+        ),
+    ]
+    for argv, message in cases:
+        code, err = outcome(grpo.main, [*argv, "--verify-device", "cpu"], capsys)
+        assert code == 2 and message in err, (argv, err)
+        assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("grpo-*.yaml")), ids=lambda p: p.name)
+def test_every_grpo_config_is_read_by_the_command(path, data_dir, tmp_path):
+    """The YAML keys are the dataclass's fields (unknown ones are refused); data and output are the user's."""
+    args = config.parse(
+        grpo.GRPOArgs, ["--config", str(path), "--data", str(data_dir), "--output-dir", str(tmp_path)], ""
+    )
+    assert args.model and yaml.safe_load(path.read_text())["output_dir"].startswith("runs/")

@@ -1,0 +1,62 @@
+"""The whole training pipeline on a CPU, as a user runs it: data -> a model from scratch -> SFT -> GRPO -> eval,
+each through its command, with the real verifier (Triton's interpreter) behind the data and the rewards."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from model_server import prompts
+from model_server.backends import BackendConfig, GenerationRequest, create_backend
+from training import data, eval, grpo, models, scratch, sft
+
+SEED = 0  # synthetic tasks 0-4: four land in the train split and one in the held-out test split
+
+
+@pytest.mark.slow
+def test_data_sft_grpo_and_eval_run_end_to_end_on_a_cpu(tmp_path, capsys):
+    corpus, model, sft_run, grpo_run, results = (tmp_path / name for name in ("data", "model", "sft", "grpo", "eval"))
+    common = ["--val-fraction", "0", "--test-fraction", "0.2", "--seed", str(SEED)]
+    assert (
+        data.main(["--output-dir", str(corpus), "--synthetic", "5", "--device", "cpu", "--trials", "2", *common]) == 0
+    )
+    sheet = json.loads((corpus / "datasheet.json").read_text())
+    assert sheet["splits"] == {"train": 4, "test": 1}
+    assert sheet["sft"]["pairs"]["autotriton"] >= 1, sheet
+
+    assert scratch.main(["--output-dir", str(model), "--data", str(corpus), "--max-length", "8192"]) == 0
+
+    short = ["--logging-steps", "1", "--save-steps", "1", "--learning-rate", "1e-3", "--max-steps", "2"]
+    sft_flags = ["--data", str(corpus), "--model", str(model), "--output-dir", str(sft_run), "--max-length", "8192"]
+    assert sft.main([*sft_flags, *short, "--gradient-accumulation", "1"]) == 0
+    assert (sft_run / "final" / "model.safetensors").is_file()
+
+    grpo_flags = ["--data", str(corpus), "--model", str(sft_run / "final"), "--output-dir", str(grpo_run)]
+    grpo_flags += ["--num-generations", "2", "--per-device-batch-size", "2", "--max-completion-length", "24"]
+    assert grpo.main([*grpo_flags, *short, "--verify-device", "cpu", "--trials", "2"]) == 0
+    steps = [json.loads(line) for line in (grpo_run / grpo.STEPS_LOG).read_text().splitlines()]
+    assert [s["step"] for s in steps] == [1, 2]
+    verified = [json.loads(line) for line in (grpo_run / grpo.REWARDS_LOG).read_text().splitlines()]
+    assert verified and all(line["verdict"] != "correct" for line in verified), "a scratch model writes no kernel"
+    logged = [json.loads(line) for line in (grpo_run / models.LOG).read_text().splitlines()]
+    assert any("rewards/correct/mean" in line for line in logged)
+
+    eval_flags = ["--suite", str(corpus / "rl.autotriton.jsonl"), "--backend", "transformers"]
+    eval_flags += ["--model", str(grpo_run / "final"), "--samples", "2", "--max-tokens", "24", "--device", "cpu"]
+    capsys.readouterr()
+    assert eval.main([*eval_flags, "--output-dir", str(results)]) == 0
+    table = capsys.readouterr().out
+    totals = json.loads((results / "results.json").read_text())["totals"]
+    assert totals["tasks"] == 1 and totals["pass@k"] == {"1": 0.0, "2": 0.0}
+    assert "| pass@1 | 0.000 |" in table
+
+    served = create_backend(BackendConfig(name="transformers", model=str(grpo_run / "final"), device="cpu"))
+    task = tmp_path / "task.py"
+    task.write_text(json.loads((corpus / "rl.autotriton.jsonl").read_text().splitlines()[0])["task"])
+    replies = served.generate(GenerationRequest(task, 1, "cpu", max_tokens=8))
+    assert len(replies) == 1, "the trained model serves through the product's own backend"
+    assert (
+        prompts.messages("autotriton", task.read_text())
+        == json.loads((corpus / "rl.autotriton.jsonl").read_text().splitlines()[0])["prompt"]
+    )

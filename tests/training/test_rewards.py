@@ -1,0 +1,117 @@
+"""The GRPO rewards, computed by the real verifier on the CPU (Triton's interpreter) for honest, hacked, crashing
+and hanging completions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from tests.conftest import FIXTURES
+from training.rewards import VerifierRewards, format_term, passed, speedup_term
+from verifier.pool import VerifierPool
+from verifier.report import Report
+
+ADD = (FIXTURES / "tasks/add.py").read_text()
+GOOD = (FIXTURES / "candidates/add_ok.py").read_text()
+ZOO = FIXTURES / "zoo"
+
+
+def _chat(code: str) -> list[dict]:
+    return [{"role": "assistant", "content": f"The kernel adds elementwise.\n\n```python\n{code}```"}]
+
+
+def _rewards(rewards: VerifierRewards, completions: list, metrics: dict | None = None) -> list[list[float]]:
+    """Each reward function over one batch, as trl's trainer calls them: together, on one event loop."""
+    columns = {"prompts": [None] * len(completions), "completions": completions, "task": [ADD] * len(completions)}
+    if metrics is not None:
+        columns["log_metric"] = lambda name, value: metrics.setdefault(name, []).append(value)
+
+    async def batch():
+        return await asyncio.gather(*(function(**columns) for function in rewards.functions()))
+
+    return [list(values) for values in zip(*asyncio.run(batch()), strict=True)]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with VerifierPool(size=2, device="cpu") as pool:
+        yield pool
+
+
+def test_only_a_verified_completion_earns_the_correctness_reward(pool, tmp_path):
+    hostile = [_chat((ZOO / name).read_text()) for name in ("torch_in_forward.py", "monkeypatch_elapsed_time.py")]
+    rewards = VerifierRewards(pool, "autotriton", trials=2, timeout=60, log=tmp_path / "rewards.jsonl")
+    metrics: dict = {}
+    try:
+        replies = [_chat(GOOD), *hostile, [{"role": "assistant", "content": "no code"}], [{"role": "assistant"}]]
+        scores = _rewards(rewards, replies, metrics)
+    finally:
+        rewards.close()
+    good, fallback, timing_hack, no_code, empty = scores
+    assert good == [1.0, 0.0, 1.0], "correct; no timing on a CPU; well formed"
+    assert fallback[0] == 0.0 and timing_hack[0] == 0.0, "a hack earns nothing, however well formed"
+    assert fallback[2] == 1.0
+    assert no_code == [0.0, 0.0, 0.0] and empty == [0.0, 0.0, 0.0]
+    logged = [json.loads(line) for line in (tmp_path / "rewards.jsonl").read_text().splitlines()]
+    assert len(logged) == 4, "one line per verified reply; a reply without code is verified as it is, as serving does"
+    assert metrics["verdicts/correct"] == [0.2] and metrics["verdicts/rejected"] == [0.4]
+    assert metrics["verdicts/empty"] == [0.2] and sum(v[0] for v in metrics.values()) == pytest.approx(1.0)
+
+
+def test_the_same_completion_twice_in_a_batch_is_verified_once(pool):
+    rewards = VerifierRewards(pool, "autotriton", trials=2)
+    try:
+        scores = _rewards(rewards, [_chat(GOOD), _chat(GOOD)])
+    finally:
+        rewards.close()
+    assert [s[0] for s in scores] == [1.0, 1.0]
+    assert rewards.verified == 1
+
+
+def test_a_crashing_or_hanging_completion_costs_only_its_own_reward(pool):
+    crash = GOOD.replace(
+        "    def forward(self, x, y):\n", "    def forward(self, x, y):\n        import os\n        os.abort()\n"
+    )
+    hang = GOOD.replace(
+        "    def forward(self, x, y):\n", "    def forward(self, x, y):\n        while True:\n            pass\n"
+    )
+    assert crash != GOOD and hang != GOOD
+    rewards = VerifierRewards(pool, "autotriton", trials=2, timeout=10)
+    started = time.monotonic()
+    try:
+        scores = _rewards(rewards, [_chat(crash), _chat(GOOD), _chat(hang)])
+    finally:
+        rewards.close()
+    assert [s[0] for s in scores] == [0.0, 1.0, 0.0]
+    assert time.monotonic() - started < 60, "the hang is stopped by the verifier's timeout"
+
+
+def test_a_kernelllm_completion_is_the_code_block_its_prompt_opened(pool):
+    rewards = VerifierRewards(pool, "kernelllm", trials=2)
+    try:
+        [score] = _rewards(rewards, [GOOD + "```\n"])
+    finally:
+        rewards.close()
+    assert score == [1.0, 0.0, 1.0]
+
+
+def test_the_speedup_term_is_log2_of_the_speedup_clipped_and_only_for_a_pass():
+    timed = Report(verdict="correct", reward=1.0, timing={"speedup_vs_eager": 1.5})
+    assert passed(timed) and speedup_term(timed) == pytest.approx(0.585, abs=1e-3)
+    assert speedup_term(Report(verdict="correct", reward=1.0, timing={"speedup_vs_eager": 8.0})) == 1.0
+    assert speedup_term(Report(verdict="correct", reward=1.0, timing={"speedup_vs_eager": 0.1})) == -1.0
+    assert speedup_term(Report(verdict="incorrect", timing={"speedup_vs_eager": 3.0})) == 0.0
+    hybrid = Report(verdict="correct", reward=1.0, policy="hybrid", timing={"speedup_vs_eager": 3.0})
+    assert not passed(hybrid) and speedup_term(hybrid) == 0.0
+    assert speedup_term(Report(verdict="correct", reward=1.0)) == 0.0, "untimed (CPU)"
+
+
+def test_the_format_term_counts_what_a_module_needs():
+    assert format_term(None) == 0.0
+    assert format_term("def (") == 0.0
+    assert format_term("x = 1\n") == pytest.approx(1 / 3)
+    assert format_term("class ModelNew:\n    pass\n") == pytest.approx(2 / 3)
+    assert format_term(GOOD) == 1.0

@@ -1,0 +1,501 @@
+"""Evaluate a backend on a suite of tasks: K verified samples per task, pass@k and fast_p.
+
+    python -m training.eval --suite DIR --backend NAME [--model M] [--samples K] --output-dir OUT [flags]
+
+`--suite` is a directory of KernelBench task modules (`*.py` defining `Model`, `get_inputs` and
+`get_init_inputs`), or an `rl.PROFILE.jsonl` file of `training.data` (its tasks of `--split`). Each task gets
+`--samples` candidates from a model server backend (`inductor`, `transformers`, `vllm`, `openai`, built by the
+model server's own factory, prompted through `model_server/prompts.py`), and each candidate is verified in the
+verifier's sandbox under the strict policy (timed against eager and torch.compile on a GPU unless `--no-timing`).
+
+Metrics, each a mean over the suite's tasks (a task whose generation failed counts as 0 everywhere):
+
+- pass@k: per task, the unbiased estimator 1 - C(n-c, k) / C(n, k) over its n samples of which c are correct
+  (correct: `training.rewards.passed`, what GRPO rewards: verdict `correct` with reward > 0 under the strict
+  policy). A backend may return fewer than `--samples` candidates (the `inductor` backend only has so many
+  distinct ones): n is what it returned, and a k above n is taken as n.
+- fast_p: per task, the share of its n samples that are correct AND have a measured speedup above p (against
+  eager, or against torch.compile); with one sample per task this is KernelBench's fast_p. A correct sample
+  without a measured speedup is not fast. Without timings (a CPU run, or `--no-timing`) fast_p is null.
+
+Written to the output directory:
+
+- `tasks.jsonl`: one line per finished task (its samples' verdicts, speedups and messages), appended as each
+  finishes; a re-run on the same directory skips the tasks it holds;
+- `candidates/TASK/sample_I.py`: every candidate, as verified;
+- `results.json`: every task and the totals (pass@k, fast_p, verdict counts, backend, model, device, date, and
+  the seconds this invocation took);
+- `fast_p.png`: fast_p against p, for eager and torch.compile;
+- `config.yaml`: the resolved arguments.
+
+A markdown table of the tasks and totals goes to stdout, progress to stderr.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import hashlib
+import json
+import os
+import sys
+import time
+from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from model_server import prompts
+from training import config, jsonl, rewards
+from verifier.device import DEVICES
+
+TASKS_FILE = "tasks.jsonl"
+# Arguments that change what a task's samples are: a re-run on the same directory must keep them.
+RESULT_ARGUMENTS = (
+    "suite",
+    "split",
+    "backend",
+    "model",
+    "profile",
+    "samples",
+    "temperature",
+    "max_tokens",
+    "trials",
+    "device",
+    "timing",
+)
+MORE_K = (5, 10, 20, 50, 100)
+PLOT_POINTS = 200
+BASELINES = ("eager", "compile")
+
+
+@dataclass
+class EvalArgs:
+    """What `python -m training.eval` evaluates, and how."""
+
+    output_dir: str = field(default="", metadata={"help": "directory for the results, candidates and plot"})
+    suite: str = field(
+        default="", metadata={"help": "a directory of KernelBench task modules, or an rl.PROFILE.jsonl file"}
+    )
+    split: str = field(default="test", metadata={"help": "the records of this split, when --suite is a JSONL file"})
+    backend: str = field(default="inductor", metadata={"help": "inductor, transformers, vllm or openai"})
+    model: str = field(default="", metadata={"help": "model directory or id (transformers, vllm, openai)"})
+    profile: str = field(default="autotriton", metadata={"help": "prompt profile: autotriton, kernelllm, chat"})
+    base_url: str = field(default="", metadata={"help": "openai: the server's URL (else $OPENAI_BASE_URL)"})
+    tensor_parallel: int = field(default=1, metadata={"help": "vllm: GPUs the model is split over"})
+    samples: int = field(default=4, metadata={"help": "candidates asked for per task (K)"})
+    temperature: float = field(default=0.8, metadata={"help": "sampling temperature of model backends"})
+    max_tokens: int = field(default=2048, metadata={"help": "longest reply of model backends, in tokens"})
+    k: list[str] = field(
+        default_factory=list, metadata={"help": "k of pass@k (none: 1, K, and those of 5 10 20 50 100 below K)"}
+    )
+    fast_p: list[str] = field(
+        default_factory=lambda: ["0", "1", "1.5", "2"], metadata={"help": "speedup thresholds p of fast_p"}
+    )
+    device: str = field(default="auto", metadata={"help": "where candidates are verified: auto, cuda or cpu"})
+    trials: int = field(default=5, metadata={"help": "verification trials per candidate"})
+    timeout: float = field(default=120.0, metadata={"help": "seconds per verification run"})
+    timing: bool = field(default=True, metadata={"help": "time correct candidates against eager and torch.compile"})
+    workers: int = field(default=2, metadata={"help": "tasks generated and candidates verified at once"})
+
+    def __post_init__(self) -> None:
+        if not self.output_dir:
+            raise ValueError("--output-dir is required")
+        if not self.suite:
+            raise ValueError("--suite is required")
+        suite = Path(self.suite)
+        if not suite.is_dir() and not (suite.is_file() and suite.suffix == ".jsonl"):
+            raise ValueError(f"--suite: not a directory or a .jsonl file: {self.suite}")
+        if self.profile not in prompts.PROFILES:
+            raise ValueError(f"--profile must be one of {', '.join(prompts.PROFILES)}, got {self.profile!r}")
+        if self.device not in DEVICES:
+            raise ValueError(f"--device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        if min(self.samples, self.trials, self.workers, self.tensor_parallel, self.max_tokens) < 1:
+            raise ValueError("--samples, --trials, --workers, --tensor-parallel and --max-tokens must be at least 1")
+        if self.timeout <= 0 or self.temperature < 0:
+            raise ValueError("--timeout must be positive and --temperature at least 0")
+        self.k = [str(k) for k in self.k]
+        self.fast_p = [str(p) for p in self.fast_p]
+        try:
+            ks, ps = self.ks, self.ps
+        except ValueError:
+            raise ValueError("--k takes whole numbers and --fast-p numbers") from None
+        if any(k < 1 or k > self.samples for k in ks):
+            raise ValueError(f"--k values must be between 1 and --samples ({self.samples}), got {self.k}")
+        if not ps or any(p < 0 for p in ps):
+            raise ValueError(f"--fast-p needs one or more thresholds of at least 0, got {self.fast_p}")
+
+    @property
+    def ks(self) -> list[int]:
+        """The k of pass@k, ascending."""
+        if self.k:
+            return sorted({int(k) for k in self.k})
+        return sorted({1, self.samples, *(k for k in MORE_K if k <= self.samples)})
+
+    @property
+    def ps(self) -> list[float]:
+        """The thresholds p of fast_p, ascending."""
+        return sorted({float(p) for p in self.fast_p})
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    path: Path
+    id: str
+
+
+class EvalError(Exception):
+    """The evaluation cannot start; the message says why."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = config.parse(EvalArgs, argv, __doc__.splitlines()[0], prog="python -m training.eval")
+    except config.ConfigError as exc:
+        print(f"training.eval: {exc}", file=sys.stderr)
+        return 2
+    config.announce(args)
+    out = Path(args.output_dir)
+    started = time.monotonic()
+    try:
+        tasks = discover(Path(args.suite), args.split, out)
+        check_resumable(args, out)
+        config.save(args, out)
+        records, backend_name, model, device = run(tasks, args, out)
+    except EvalError as exc:
+        print(f"training.eval: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        _log(f"stopped; the finished tasks are in {out / TASKS_FILE}: re-run the same command to go on")
+        return 130
+    totals = summarize(records, args.ks, args.ps, timed=device == "cuda" and args.timing)
+    totals |= {
+        "backend": backend_name,
+        "model": model,
+        "device": device,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    results = {"tasks": records, "totals": totals}
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    plot(records, totals, args.ps, out / "fast_p.png")
+    print(table(records, totals))
+    _log(f"wrote the results to {out}")
+    return 0
+
+
+# ---------------------------------------------------------------- tasks
+
+
+def discover(suite: Path, split: str, out: Path) -> list[Task]:
+    """The suite's tasks in name order: its task modules, or the JSONL records of `split` written out as
+    modules under `out/tasks` (the verifier and the backends read tasks from files)."""
+    from verifier.errors import TaskError, UsageError
+    from verifier.verification import check_task_file
+
+    if suite.is_file():
+        paths = _tasks_from_records(suite, split, out / "tasks")
+        where = f"--suite {suite} has no records of split `{split}`"
+    else:
+        paths = sorted(suite.glob("*.py"))
+        where = f"--suite {suite} holds no KernelBench task modules (*.py defining Model, get_inputs, get_init_inputs)"
+    tasks, skipped = [], []
+    for path in paths:
+        try:
+            check_task_file(path)
+        except (TaskError, UsageError):
+            skipped.append(path.name)
+            continue
+        tasks.append(Task(path.stem, path, hashlib.sha256(path.read_bytes()).hexdigest()[:16]))
+    if not tasks:
+        raise EvalError(where)
+    if skipped:
+        _log(f"skipped {len(skipped)} file(s) that are not tasks: {', '.join(skipped)}")
+    return tasks
+
+
+def _tasks_from_records(path: Path, split: str, directory: Path) -> list[Path]:
+    """Each record's task module of `split`, written to `directory` under a name from its origin."""
+    written = []
+    for record in jsonl.read(path):
+        if record.get("split") != split or not isinstance(record.get("task"), str):
+            continue
+        origin = str(record.get("task_origin", ""))
+        stem = origin.replace(":", "_") if origin.startswith("synthetic:") else Path(origin).stem
+        name = f"{stem or 'task'}_{str(record.get('id', ''))[:8]}".strip("_")
+        directory.mkdir(parents=True, exist_ok=True)
+        task = directory / f"{name}.py"
+        task.write_text(record["task"])
+        written.append(task)
+    return sorted(written)
+
+
+def check_resumable(args: EvalArgs, out: Path) -> None:
+    """Refuse to add to a run directory whose finished tasks were evaluated with other arguments."""
+    saved = out / config.CONFIG_FILE
+    if not (out / TASKS_FILE).exists() or not saved.exists():
+        return
+    try:
+        before = yaml.safe_load(saved.read_text()) or {}
+    except yaml.YAMLError:
+        return
+    now = vars(args)
+    changed = [name for name in RESULT_ARGUMENTS if name in before and before[name] != now[name]]
+    if changed:
+        flags = ", ".join(f"--{name.replace('_', '-')} ({before[name]!r} there)" for name in changed)
+        raise EvalError(f"--output-dir {out} holds tasks evaluated with other {flags}; use a fresh --output-dir")
+
+
+# ---------------------------------------------------------------- generation and verification
+
+
+def run(tasks: list[Task], args: EvalArgs, out: Path) -> tuple[list[dict], str, str, str]:
+    """Evaluate every task not finished in an earlier run on `out`, `args.workers` at a time, appending each to
+    `tasks.jsonl` as it finishes; every task's record (in suite order), the backend, model and device."""
+    from model_server.backends import BackendConfig, BackendError, create_backend
+    from verifier.errors import SandboxStartError
+    from verifier.pool import VerifierPool
+
+    finished = {(r["name"], r["id"]): r for r in jsonl.read(out / TASKS_FILE) if "name" in r and "id" in r}
+    pending = [task for task in tasks if (task.name, task.id) not in finished]
+    _log(f"{len(pending)} tasks to evaluate ({len(tasks) - len(pending)} finished in an earlier run)")
+    backend_config = BackendConfig(
+        name=args.backend,
+        model=args.model or None,
+        profile=args.profile,
+        device=args.device,
+        base_url=args.base_url or None,
+        api_key=os.environ.get("OPENAI_API_KEY"),
+        tensor_parallel_size=args.tensor_parallel,
+    )
+    try:
+        pool = VerifierPool(size=args.workers, device=args.device)
+    except ValueError as exc:
+        raise EvalError(str(exc)) from exc
+    try:
+        backend = create_backend(backend_config)
+    except BackendError as exc:
+        pool.close()
+        raise EvalError(str(exc)) from exc
+    model = args.model or ", ".join(backend.models())
+    started = time.monotonic()
+    with (
+        pool,
+        ThreadPoolExecutor(max_workers=args.workers) as verifiers,
+        ThreadPoolExecutor(max_workers=args.workers) as workers,
+        (out / TASKS_FILE).open("a") as log,
+    ):
+        if log.tell() and not (out / TASKS_FILE).read_bytes().endswith(b"\n"):
+            log.write("\n")  # after a line an interrupted run cut short, which is then skipped on reading
+        futures = {workers.submit(evaluate_task, task, backend, pool, verifiers, args, out): task for task in pending}
+        try:
+            for number, future in enumerate(as_completed(futures), 1):
+                try:
+                    record = future.result()
+                except SandboxStartError as exc:
+                    raise EvalError(f"the verifier's sandbox cannot start: {exc}") from exc
+                finished[(record["name"], record["id"])] = record
+                log.write(json.dumps(record) + "\n")
+                log.flush()
+                rate = number / max(time.monotonic() - started, 1e-9) * 60
+                outcome = record["error"] or f"{record['correct']}/{len(record['samples'])} correct"
+                _log(
+                    f"[{number}/{len(pending)}] {record['name']}: {outcome} "
+                    f"({record['seconds']:.1f} s; {rate:.1f} tasks/min)"
+                )
+        finally:
+            workers.shutdown(wait=True, cancel_futures=True)
+    return [finished[(task.name, task.id)] for task in tasks], backend.name, model, pool.device
+
+
+def evaluate_task(task: Task, backend, pool, verifiers: Executor, args: EvalArgs, out: Path) -> dict:
+    """One task's record: its samples from `backend`, each verified on `pool` (through `verifiers`, so the
+    samples of a task are verified at once), or why there are none."""
+    from model_server.backends.base import GenerationRequest
+    from verifier.errors import TaskError
+
+    started = time.monotonic()
+    record = {"name": task.name, "path": str(task.path), "id": task.id, "samples": [], "correct": 0, "error": None}
+    request = GenerationRequest(
+        task.path, args.samples, pool.device, temperature=args.temperature, max_tokens=args.max_tokens
+    )
+    try:
+        generated = backend.generate(request)[: args.samples]
+    except Exception as exc:  # any failure of one task's generation is that task's outcome, not the run's
+        record["error"] = f"generation failed: {_describe(exc)}"
+        generated = []
+    record["shortfall"] = request.shortfall
+    if not generated and record["error"] is None:
+        record["error"] = "generation failed: the backend returned no candidate"
+    folder = out / "candidates" / task.name
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"sample_{number}.py" for number in range(len(generated))]
+    for path, candidate in zip(paths, generated, strict=True):
+        path.write_text(candidate.source)
+    futures = [verifiers.submit(verify_sample, pool, task.path, path, args) for path in paths]
+    try:
+        samples = [future.result() for future in futures]
+    except TaskError as exc:
+        record["error"] = f"the task cannot be verified: {exc}"
+        samples = []
+    for sample, candidate, path in zip(samples, generated, paths, strict=False):
+        sample |= {"candidate": str(path.relative_to(out)), "label": candidate.label, "policy": candidate.policy}
+    record["samples"] = samples
+    record["correct"] = sum(sample["correct"] for sample in samples)
+    record["seconds"] = round(time.monotonic() - started, 2)
+    return record
+
+
+def verify_sample(pool, task: Path, candidate: Path, args: EvalArgs) -> dict:
+    """The verifier's verdict and speedups for one candidate file (strict policy)."""
+    report = pool.verify(task, candidate, trials=args.trials, timeout=args.timeout, policy="strict", timing=args.timing)
+    timing = report.timing or {}
+    return {
+        "verdict": report.verdict,
+        "correct": rewards.passed(report),
+        "speedup_vs_eager": timing.get("speedup_vs_eager"),
+        "speedup_vs_compile": timing.get("speedup_vs_compile"),
+        "rules": sorted({v["rule"] for v in report.violations}),
+        "message": report.message.replace(f"{candidate.parent}/", "")[:500],
+    }
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The chance that at least one of k samples drawn without replacement from n, c of them correct, is
+    correct: 1 - C(n-c, k) / C(n, k), as a product (no huge binomials). A k above n is taken as n."""
+    if n == 0:
+        return 0.0
+    k = min(k, n)
+    if n - c < k:
+        return 1.0
+    missed = 1.0
+    for i in range(n - c + 1, n + 1):
+        missed *= 1.0 - k / i
+    return 1.0 - missed
+
+
+def fast_p(records: list[dict], p: float, baseline: str) -> float:
+    """The mean over tasks of the share of a task's samples that are correct with a speedup above `p` against
+    `baseline` (`eager` or `compile`); a task without samples counts as 0."""
+    if not records:
+        return 0.0
+    shares = []
+    for record in records:
+        samples = record["samples"]
+        fast = [s for s in samples if s["correct"] and (s.get(f"speedup_vs_{baseline}") or 0.0) > p]
+        shares.append(len(fast) / len(samples) if samples else 0.0)
+    return sum(shares) / len(records)
+
+
+def summarize(records: list[dict], ks: list[int], ps: list[float], timed: bool) -> dict:
+    """The totals over all tasks: pass@k, fast_p (null without timings), and counts."""
+    pass_k = {}
+    for k in ks:
+        values = [pass_at_k(len(r["samples"]), r["correct"], k) for r in records]
+        pass_k[str(k)] = sum(values) / len(values) if values else 0.0
+    fast = {"eager": None, "compile": None, "note": "no timings on a CPU or with --no-timing"}
+    if timed:
+        fast = {baseline: {f"{p:g}": fast_p(records, p, baseline) for p in ps} for baseline in BASELINES}
+        fast["note"] = None
+    samples = [s for r in records for s in r["samples"]]
+    return {
+        "tasks": len(records),
+        "samples": len(samples),
+        "correct_samples": sum(s["correct"] for s in samples),
+        "tasks_solved": sum(r["correct"] > 0 for r in records),
+        "tasks_failed_to_generate": sum(bool(r["error"]) and not r["samples"] for r in records),
+        "pass@k": pass_k,
+        "fast_p": fast,
+        "verdicts": dict(collections.Counter(s["verdict"] for s in samples)),
+    }
+
+
+# ---------------------------------------------------------------- report
+
+
+def table(records: list[dict], totals: dict) -> str:
+    """A markdown table of the tasks (correct samples, verdicts, best speedups), then one of the totals."""
+    rows = ["| task | correct | verdicts | best vs eager | best vs compile |", "| --- | --- | --- | --- | --- |"]
+    for record in records:
+        samples = record["samples"]
+        verdicts = ", ".join(f"{v} {n}" for v, n in collections.Counter(s["verdict"] for s in samples).items())
+        rows.append(
+            f"| {record['name']} | {record['correct']}/{len(samples)} | {_cell(record['error'] or verdicts)} "
+            f"| {_best(samples, 'eager')} | {_best(samples, 'compile')} |"
+        )
+    lines = [*rows, "", "| metric | value |", "| --- | --- |"]
+    lines.append(f"| tasks solved | {totals['tasks_solved']}/{totals['tasks']} |")
+    lines += [f"| pass@{k} | {value:.3f} |" for k, value in totals["pass@k"].items()]
+    for baseline, name in (("eager", "eager"), ("compile", "torch.compile")):
+        values = totals["fast_p"][baseline]
+        if values is None:
+            lines.append(f"| fast_p vs {name} | n/a: {totals['fast_p']['note']} |")
+        else:
+            lines += [f"| fast_{p} vs {name} | {value:.3f} |" for p, value in values.items()]
+    verdicts = ", ".join(f"{v} {n}" for v, n in sorted(totals["verdicts"].items())) or "none"
+    lines.append(f"| verdicts | {verdicts} |")
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "/").replace("\n", " ")
+
+
+def _best(samples: list[dict], baseline: str) -> str:
+    speedups = [s[f"speedup_vs_{baseline}"] for s in samples if s["correct"] and s.get(f"speedup_vs_{baseline}")]
+    return f"{max(speedups):.2f}x" if speedups else "-"
+
+
+def plot(records: list[dict], totals: dict, ps: list[float], path: Path) -> None:
+    """fast_p against p, against eager and against torch.compile, the reported thresholds marked; without
+    timings, an empty chart that says so."""
+    try:
+        import matplotlib
+    except ImportError:
+        _log("matplotlib is not installed: no plot")
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6, 4))
+    if totals["fast_p"]["eager"] is None:
+        axes.text(0.5, 0.5, totals["fast_p"]["note"], ha="center", va="center", wrap=True, transform=axes.transAxes)
+    else:
+        speedups = [s.get(f"speedup_vs_{b}") or 0.0 for r in records for s in r["samples"] for b in BASELINES]
+        top = max([*ps, *speedups, 1.0]) * 1.1
+        grid = [top * i / (PLOT_POINTS - 1) for i in range(PLOT_POINTS)]
+        for baseline, name in (("eager", "vs eager"), ("compile", "vs torch.compile")):
+            (line,) = axes.plot(grid, [fast_p(records, p, baseline) for p in grid], label=name)
+            marked = totals["fast_p"][baseline]
+            axes.plot(ps, [marked[f"{p:g}"] for p in ps], "o", color=line.get_color())
+        axes.legend()
+    axes.set_xlabel("speedup threshold p")
+    axes.set_ylabel("fast_p")
+    axes.set_ylim(0, 1.05)
+    axes.set_title(f"fast_p over {totals['tasks']} tasks ({totals['backend']}, {totals['device']})")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+# ---------------------------------------------------------------- files
+
+
+def _describe(exc: Exception) -> str:
+    from model_server.backends.base import BackendError
+
+    text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+    return text if isinstance(exc, BackendError) else f"{type(exc).__name__}: {text}".rstrip(": ")
+
+
+def _log(text: str) -> None:
+    print(f"training.eval: {text}", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""Rewards for GRPO and the pass condition of evaluation: the verifier's verdict on each completion (strict policy),
+and nothing a completion can earn without it.
+
+Three terms, each a reward function trl calls with the batch (`prompts`, `completions`, and the dataset's columns,
+`task` among them) and weighs by `GRPOConfig.reward_weights`:
+
+- `correct`: 1 where the verifier finds the completion's module correct and rewards it (all compute in Triton,
+  every anti-hacking check passed), else 0;
+- `speedup`: for a correct completion with GPU timings, log2 of its speedup over eager PyTorch, clipped to
+  [-1, 1]; 0 otherwise (on a CPU nothing is timed);
+- `well_formed`: the share of three checks the reply passes (a code block that parses, a `ModelNew` class, a
+  `@triton.jit` kernel): a gradient toward well-formed replies while none is correct yet.
+
+Each completion is verified once (the terms share its report) in the verifier's sandbox, `concurrency` at a time on
+the pool's device; a completion that crashes, hangs or hacks costs only its own reward. Verdict counts go to the
+trainer's metrics (`verdicts/<verdict>`) and every report's summary to `rewards.jsonl` in the run directory.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import collections
+import hashlib
+import json
+import math
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from model_server import prompts
+
+if TYPE_CHECKING:
+    from verifier.pool import VerifierPool
+    from verifier.report import Report
+
+SPEEDUP_CLIP = 1.0  # |log2 speedup| counted at most: 2x faster earns the whole term, 2x slower loses it
+# Timing a reply for the speedup term: fewer calls than a conversion's timing (a reward needs the ratio to within
+# a few percent, not the last one), and against eager only (no torch.compile of every task).
+TIMING_TRIALS = 20
+REMEMBERED = 4096  # reports kept for the terms of one batch to share (several batches' worth)
+
+
+def passed(report: Report) -> bool:
+    """The pass condition of training and evaluation: correct and rewarded under the strict policy."""
+    return report.verdict == "correct" and report.policy == "strict" and report.reward > 0
+
+
+def speedup_term(report: Report) -> float:
+    """log2 of a passing report's speedup over eager, clipped; 0 where it did not pass or was not timed."""
+    speedup = (report.timing or {}).get("speedup_vs_eager")
+    if not passed(report) or not speedup or speedup <= 0:
+        return 0.0
+    return max(-SPEEDUP_CLIP, min(SPEEDUP_CLIP, math.log2(speedup)))
+
+
+def format_term(code: str | None) -> float:
+    """The share of the checks a reply's module passes: it parses, defines `ModelNew`, has a `@triton.jit` kernel."""
+    if code is None:
+        return 0.0
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return 0.0
+    classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    kernels = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list)
+    ]
+    return (1 + ("ModelNew" in classes) + bool(kernels)) / 3
+
+
+def completion_text(completion: object) -> str:
+    """The text of one trl completion: a string (raw prompts) or a list of messages (chat prompts)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        return "".join(m.get("content") or "" for m in completion if isinstance(m, dict))
+    return ""
+
+
+class VerifierRewards:
+    """The reward functions of one trainer process, sharing one verifier pool and the reports of a batch."""
+
+    def __init__(
+        self,
+        pool: VerifierPool,
+        profile: str,
+        concurrency: int = 2,
+        trials: int = 3,
+        timeout: float = 60.0,
+        timing: bool = True,
+        log: Path | None = None,
+        timing_trials: int = TIMING_TRIALS,
+    ):
+        self.pool, self.profile = pool, profile
+        self.trials, self.timeout, self.timing, self.log = trials, timeout, timing, log
+        self.timing_trials = timing_trials
+        self.concurrency = max(1, concurrency)
+        self.scratch = Path(tempfile.mkdtemp(prefix="tritonize-rewards-"))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reports: dict[str, asyncio.Future] = {}
+        self._semaphore = asyncio.Semaphore(self.concurrency)
+        self._lock = threading.Lock()
+        self.verified = 0
+        self.seconds = 0.0  # spent waiting for the batches' verifications
+
+    def functions(self) -> list:
+        """The reward functions, in the order of `reward_weights`."""
+        return [self.correct, self.speedup, self.well_formed]
+
+    async def correct(self, prompts: list, completions: list, task: list[str], **columns) -> list[float]:
+        started = time.monotonic()
+        reports = await self._reports_of(completions, task, columns.get("log_metric"))
+        self.seconds += time.monotonic() - started
+        return [1.0 if report is not None and passed(report) else 0.0 for report in reports]
+
+    async def speedup(self, prompts: list, completions: list, task: list[str], **columns) -> list[float]:
+        reports = await self._reports_of(completions, task, None)
+        return [0.0 if report is None else speedup_term(report) for report in reports]
+
+    async def well_formed(self, prompts: list, completions: list, **columns) -> list[float]:
+        return [format_term(self.code_of(c)) for c in completions]
+
+    def close(self) -> None:
+        """Delete the scratch files of the verified completions (the pool is the caller's to close)."""
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def code_of(self, completion: object) -> str | None:
+        return prompts.reply_code(self.profile, completion_text(completion))
+
+    def module_of(self, completion: object) -> str | None:
+        """What is verified: the reply's code block, or, as serving does, the reply itself where it has none (it
+        then fails verification with a verdict of its own); None for an empty reply."""
+        text = completion_text(completion)
+        return prompts.reply_code(self.profile, text) or (text if text.strip() else None)
+
+    async def _reports_of(self, completions: list, tasks: list[str], log_metric) -> list[Report | None]:
+        """Each completion's report (None for an empty reply), verified once per batch."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # futures and the semaphore belong to one event loop (trl keeps one)
+            self._loop, self._reports, self._semaphore = loop, {}, asyncio.Semaphore(self.concurrency)
+        futures = []
+        for completion, task in zip(completions, tasks, strict=True):
+            code = self.module_of(completion)
+            if code is None:
+                futures.append(None)
+                continue
+            key = hashlib.sha256(f"{task}\0{code}".encode()).hexdigest()
+            if key not in self._reports:
+                self._forget_old()
+                self._reports[key] = loop.create_task(self._verify(key, task, code))
+            futures.append(self._reports[key])
+        reports = [None if f is None else await f for f in futures]
+        if log_metric is not None:
+            counts = collections.Counter(r.verdict if r is not None else "empty" for r in reports)
+            for verdict, count in counts.items():
+                log_metric(f"verdicts/{verdict}", count / len(reports))
+        return reports
+
+    async def _verify(self, key: str, task: str, code: str) -> Report:
+        async with self._semaphore:
+            report = await asyncio.to_thread(self._verify_now, key, task, code)
+        self._write_log(key, report)
+        return report
+
+    def _verify_now(self, key: str, task: str, code: str) -> Report:
+        """One verification in the sandbox (a task the verifier cannot run is a failed completion, not a crash)."""
+        from verifier.errors import TaskError
+        from verifier.report import Report
+
+        folder = self.scratch / key[:16]
+        folder.mkdir(parents=True, exist_ok=True)
+        task_path, candidate_path = folder / "task.py", folder / "candidate.py"
+        task_path.write_text(task)
+        candidate_path.write_text(code)
+        try:
+            return self.pool.verify(
+                task_path,
+                candidate_path,
+                trials=self.trials,
+                timeout=self.timeout,
+                timing=self.timing,
+                timing_trials=self.timing_trials,
+                compile_baseline=False,
+                policy="strict",
+            )
+        except TaskError as exc:
+            return Report(verdict="crashed", message=f"the task could not be run: {exc}")
+        finally:
+            with self._lock:
+                self.verified += 1
+
+    def _forget_old(self) -> None:
+        while len(self._reports) >= REMEMBERED:
+            oldest = next(iter(self._reports))
+            if not self._reports[oldest].done():
+                return
+            del self._reports[oldest]
+
+    def _write_log(self, key: str, report: Report) -> None:
+        if self.log is None:
+            return
+        timing = report.timing or {}
+        line = {
+            "key": key[:16],
+            "verdict": report.verdict,
+            "passed": passed(report),
+            "rules": sorted({v["rule"] for v in report.violations}),
+            "speedup_vs_eager": timing.get("speedup_vs_eager"),
+            "message": report.message.replace(f"{self.scratch}/{key[:16]}/", "")[:300],
+            "phases": {name: round(value, 3) for name, value in report.phases.items()},
+        }
+        with self._lock, self.log.open("a") as f:
+            f.write(json.dumps(line) + "\n")
