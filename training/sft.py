@@ -87,7 +87,7 @@ def train(args: SFTArgs) -> None:
     models.save_final(trainer, args, _log)
 
 
-# ---------------------------------------------------------------- data and model
+# ---------------------------------------------------------------- data
 
 
 def load_rows(args: SFTArgs) -> tuple[Dataset, Dataset | None]:

@@ -1,11 +1,11 @@
 """Who may use the GPU while a measurement runs, across threads and processes: a timing run has the GPU to
 itself; correctness runs and Inductor's compiles share it with each other.
 
-One `flock` on a file in tritonize's cache, per GPU (`gpu` names it as CUDA_VISIBLE_DEVICES does; None: the
-default GPU): `measuring()` holds it exclusively, `sharing()` shared. Each use
-opens its own descriptor, so two threads of one process exclude each other just as two processes do (a
-verifier pool's slots, the inductor backend's capture subprocesses, another `tritonize` on the machine). A
-machine whose cache cannot hold the file goes without (the pool's own timing lock still orders its slots).
+One `flock` on a file in tritonize's cache per GPU (`gpu` names it as CUDA_VISIBLE_DEVICES does; None: the
+default GPU): `measuring()` holds it exclusively, `sharing()` shared. Each use opens its own descriptor, so two
+threads of one process exclude each other just as two processes do (a verifier pool's slots, the inductor
+backend's capture subprocesses, another `tritonize` on the machine). A machine whose cache cannot hold the file
+goes without (the pool's own timing lock still orders its slots).
 """
 
 from __future__ import annotations

@@ -34,14 +34,20 @@ class TransformersBackend(TextBackend):
         self.tokenizer, self.model = _load(model, device)
 
     def _chat(self, messages: list[dict], n: int, max_tokens: int | None, temperature: float | None) -> list[str]:
-        encoded = self.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )
-        return self._sample(encoded, n, max_tokens, temperature)
+        return self._sample(self.encode(messages), n, max_tokens, temperature)
 
     def complete(self, prompt: str, n: int = 1, max_tokens: int | None = None, temperature: float | None = None):
         """`n` sampled continuations of a raw text prompt."""
-        return self._sample(self.tokenizer(prompt, return_tensors="pt"), n, max_tokens, temperature)
+        return self._sample(self.encode(prompt), n, max_tokens, temperature)
+
+    def encode(self, prompt: list[dict] | str):
+        """The token ids the model is given for a conversation (through its chat template, the reply opened) or a
+        raw prompt: what training must have shown it for the same prompt."""
+        if isinstance(prompt, str):
+            return self.tokenizer(prompt, return_tensors="pt")
+        return self.tokenizer.apply_chat_template(
+            prompt, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
 
     def _sample(self, encoded, n: int, max_tokens: int | None, temperature: float | None) -> list[str]:
         import torch

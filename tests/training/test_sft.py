@@ -12,6 +12,7 @@ import pytest
 import torch
 import yaml
 
+from model_server.backends.transformers_backend import TransformersBackend
 from tests.conftest import FIXTURES
 from tests.test_project import ROOT
 from tests.training.conftest import outcome
@@ -122,18 +123,15 @@ def test_lora_is_merged_into_a_full_model_or_kept_as_an_adapter(model_dir, data_
 
 
 @pytest.mark.parametrize("profile", ["autotriton", "kernelllm"])
-def test_the_loss_falls_on_the_completion_tokens_only(model_dir, data_dir, tmp_path, profile):
+def test_training_sees_the_tokens_serving_sends_and_learns_only_the_completion(model_dir, data_dir, tmp_path, profile):
     args = sft.SFTArgs(output_dir=str(tmp_path), data=str(data_dir), model=str(model_dir), profile=profile)
     train_rows, val_rows = sft.load_rows(args)
     model, tokenizer = models.load_model(args)
     trainer = sft.build_trainer(args, model, tokenizer, train_rows, val_rows)
     row, record = trainer.train_dataset[0], train_rows[0]
-    if profile == "kernelllm":
-        prompt_ids = tokenizer(record["prompt"])["input_ids"]
-        completion = record["completion"]
-    else:
-        prompt_ids = tokenizer.apply_chat_template(record["prompt"], add_generation_prompt=True)["input_ids"]
-        completion = record["completion"][0]["content"]
+    served = TransformersBackend(model=str(model_dir), profile=profile, device="cpu")
+    prompt_ids = served.encode(record["prompt"])["input_ids"][0].tolist()  # what serving gives the model
+    completion = record["completion"] if profile == "kernelllm" else record["completion"][0]["content"]
     assert row["input_ids"][: len(prompt_ids)] == prompt_ids
     labels = row["labels"]
     assert set(labels[: len(prompt_ids)]) == {-100}
