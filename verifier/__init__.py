@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import importlib
 
+from verifier import threadsafe_ast
+
+threadsafe_ast.install()
+
 _PUBLIC = {
     "Cancelled": "verifier.errors",
     "Finding": "verifier.findings",
