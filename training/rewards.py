@@ -127,7 +127,7 @@ class VerifierRewards:
         return [format_term(self.code_of(c)) for c in completions]
 
     def close(self) -> None:
-        """Delete the scratch files of the verified completions (the pool is the caller's to close)."""
+        """Delete the scratch directory (the pool is the caller's to close)."""
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def code_of(self, completion: object) -> str | None:
@@ -177,7 +177,7 @@ class VerifierRewards:
         folder.mkdir(parents=True, exist_ok=True)
         task_path, candidate_path = folder / "task.py", folder / "candidate.py"
         task_path.write_text(task)
-        candidate_path.write_text(code)
+        candidate_path.write_text(code, errors="replace")  # a reply is any text a model can decode
         try:
             return self.pool.verify(
                 task_path,
@@ -192,6 +192,7 @@ class VerifierRewards:
         except TaskError as exc:
             return Report(verdict="crashed", message=f"the task could not be run: {exc}")
         finally:
+            shutil.rmtree(folder, ignore_errors=True)
             with self._lock:
                 self.verified += 1
 
