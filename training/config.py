@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,6 +38,30 @@ def parse(cls: type[T], argv: list[str] | None, description: str, prog: str | No
     except (TypeError, ValueError) as exc:
         parser.error(str(exc))
         raise  # unreachable: parser.error exits
+
+
+def main(
+    args_class: type[T],
+    run: Callable[[T], int | None],
+    argv: list[str] | None,
+    doc: str,
+    prog: str,
+    refused: tuple[type[Exception], ...] = (),
+) -> int:
+    """A training command's `main`: its arguments from flags and `--config`, then `run` (its exit code; None is 0).
+    A config file that cannot be used, or an error of a `refused` type from `run`, is one line naming it on stderr
+    (after the command's name) and exit code 2."""
+    name = prog.removeprefix("python -m ")
+    try:
+        args = parse(args_class, argv, doc.splitlines()[0], prog=prog)
+    except ConfigError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return run(args) or 0
+    except refused as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
 
 
 def header(args: object) -> str:

@@ -124,11 +124,11 @@ class Task:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = config.parse(DataArgs, argv, __doc__.splitlines()[0], prog="python -m training.data")
-    except config.ConfigError as exc:
-        print(f"training.data: {exc}", file=sys.stderr)
-        return 2
+    return config.main(DataArgs, build, argv, __doc__, "python -m training.data")
+
+
+def build(args: DataArgs) -> None:
+    """The records, pairs and datasheet the arguments ask for, in their output directory."""
     config.announce(args)
     out = Path(args.output_dir)
     config.save(args, out)
@@ -144,7 +144,6 @@ def main(argv: list[str] | None = None) -> int:
     sheet["shard"] = args.shard
     (out / "datasheet.json").write_text(json.dumps(sheet, indent=1) + "\n")
     _log(f"wrote {out / 'datasheet.json'}")
-    return 0
 
 
 # ---------------------------------------------------------------- tasks

@@ -151,11 +151,11 @@ class EvalError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = config.parse(EvalArgs, argv, __doc__.splitlines()[0], prog="python -m training.eval")
-    except config.ConfigError as exc:
-        print(f"training.eval: {exc}", file=sys.stderr)
-        return 2
+    return config.main(EvalArgs, evaluate, argv, __doc__, "python -m training.eval", refused=(EvalError,))
+
+
+def evaluate(args: EvalArgs) -> int:
+    """Evaluate the suite as the arguments say, write the results, the table and the plot; the exit code."""
     config.announce(args)
     out = Path(args.output_dir)
     started = time.monotonic()
@@ -164,9 +164,6 @@ def main(argv: list[str] | None = None) -> int:
         check_resumable(args, out)
         config.save(args, out)
         records, backend_name, model, device = run(tasks, args, out)
-    except EvalError as exc:
-        print(f"training.eval: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         _log(f"stopped; the finished tasks are in {out / TASKS_FILE}: re-run the same command to go on")
         return 130

@@ -107,7 +107,7 @@ class GRPOArgs(models.RunArgs):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return models.main_of(GRPOArgs, train, argv, __doc__, "python -m training.grpo", _log)
+    return config.main(GRPOArgs, train, argv, __doc__, "python -m training.grpo", refused=(models.TrainingError,))
 
 
 def train(args: GRPOArgs) -> None:

@@ -225,24 +225,6 @@ def run_log(path: Path, log: Callable[[str], None]) -> TrainerCallback:
     return RunLogCallback()
 
 
-def main_of(args_class: type, train: Callable, argv: list[str] | None, doc: str, prog: str, log: Callable) -> int:
-    """A training command's `main`: its arguments from flags and `--config`, then `train`; a config or input that
-    cannot be used is one line naming it and exit code 2."""
-    from training import config
-
-    try:
-        args = config.parse(args_class, argv, doc.splitlines()[0], prog=prog)
-    except config.ConfigError as exc:
-        log(str(exc))
-        return 2
-    try:
-        train(args)
-    except TrainingError as exc:
-        log(str(exc))
-        return 2
-    return 0
-
-
 def trainer_arguments(args: RunArgs, config_class: type) -> dict:
     """The trainer arguments every run sets the same way from its own: where it writes, its seed, logging and
     checkpoints, trackers, and the precision and memory settings of this machine."""

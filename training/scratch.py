@@ -65,11 +65,11 @@ class ScratchArgs:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = config.parse(ScratchArgs, argv, __doc__.splitlines()[0], prog="python -m training.scratch")
-    except config.ConfigError as exc:
-        print(f"training.scratch: {exc}", file=sys.stderr)
-        return 2
+    return config.main(ScratchArgs, make, argv, __doc__, "python -m training.scratch")
+
+
+def make(args: ScratchArgs) -> int:
+    """Build the model the arguments describe; the exit code."""
     config.announce(args)
     try:
         corpus = list(data_text(Path(args.data))) if args.data else []

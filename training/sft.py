@@ -67,7 +67,7 @@ class SFTArgs(models.RunArgs):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return models.main_of(SFTArgs, train, argv, __doc__, "python -m training.sft", _log)
+    return config.main(SFTArgs, train, argv, __doc__, "python -m training.sft", refused=(models.TrainingError,))
 
 
 def train(args: SFTArgs) -> None:
