@@ -45,8 +45,9 @@ REMEMBERED = 4096  # reports kept for the terms of one batch to share (several b
 
 
 def passed(report: Report) -> bool:
-    """The pass condition of training and evaluation: correct and rewarded under the strict policy."""
-    return report.verdict == "correct" and report.policy == "strict" and report.reward > 0
+    """The pass condition of training and evaluation: the verifier's own (correct and rewarded), under the strict
+    policy only (a hybrid candidate passes the verifier without a reward)."""
+    return report.policy == "strict" and report.passed
 
 
 def speedup_term(report: Report) -> float:
