@@ -5,6 +5,7 @@ resuming, and the `final/` directory that transformers and vLLM load."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -143,8 +144,6 @@ def resume(trainer: Trainer, args: RunArgs, log: Callable[[str], None]) -> None:
 def check_launch(command: str) -> None:
     """Refuse one process on several GPUs (the trainer would wrap the model in `nn.DataParallel`, which trl does not
     support): name the two ways to run instead."""
-    import os
-
     import torch
 
     count = torch.cuda.device_count()

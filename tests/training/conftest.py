@@ -8,14 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from training import scratch
+from tests.model_server.tiny_model import build_tiny_llama
 
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory) -> Path:
-    directory = tmp_path_factory.mktemp("model")
-    scratch.build(directory, [], "tiny", max_length=4096)
-    return directory
+    return build_tiny_llama(tmp_path_factory.mktemp("model"))
 
 
 def outcome(main: Callable[[list[str]], int], argv: list[str], capsys) -> tuple[int, str]:

@@ -10,7 +10,6 @@ from fractions import Fraction
 
 import pytest
 
-from tests.model_server.tiny_model import build_tiny_llama
 from training import eval as evaluation
 
 FAILING = {"compile_error", "rejected", "runtime_error", "crashed", "incorrect", "timeout"}
@@ -235,17 +234,16 @@ def test_inductor_kernels_pass_every_task_and_a_rerun_only_evaluates_new_ones(tm
 
 
 @pytest.mark.slow
-def test_a_tiny_models_garbage_is_verified_and_recorded_as_failing(tmp_path, capsys):
-    model = build_tiny_llama(tmp_path / "model")
+def test_a_tiny_models_garbage_is_verified_and_recorded_as_failing(model_dir, tmp_path, capsys):
     suite, out = tmp_path / "suite", tmp_path / "out"
     write_task(suite, "relu", "torch.relu(x)")
-    flags = ["--suite", str(suite), "--backend", "transformers", "--model", str(model), "--samples", "3"]
+    flags = ["--suite", str(suite), "--backend", "transformers", "--model", str(model_dir), "--samples", "3"]
     flags += ["--max-tokens", "24", "--device", "cpu", "--trials", "1", "--output-dir", str(out)]
     assert evaluation.main(flags) == 0
 
     results = json.loads((out / "results.json").read_text())
     totals = results["totals"]
-    assert totals["pass@k"] == {"1": 0.0, "3": 0.0} and totals["model"] == str(model)
+    assert totals["pass@k"] == {"1": 0.0, "3": 0.0} and totals["model"] == str(model_dir)
     assert totals["samples"] == 3 and set(totals["verdicts"]) <= FAILING
     (task,) = results["tasks"]
     assert task["correct"] == 0 and task["error"] is None and len(task["samples"]) == 3
