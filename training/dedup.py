@@ -18,13 +18,16 @@ ID_LENGTH = 16
 
 
 def task_id(source: str) -> str:
-    """A stable id for the task: the hash of its AST without docstrings (raises SyntaxError)."""
+    """A stable id for the task: the hash of its AST without docstrings, written back as source (raises
+    SyntaxError). `ast.unparse` rather than `ast.dump`: the dump lists every node field, and fields come with new
+    Python versions (3.12's `type_params`), which would give the same task another id, and another split, on a
+    machine with another Python."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and _is_docstring(body[0]):
             node.body = body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest()[:ID_LENGTH]
+    return hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:ID_LENGTH]
 
 
 def model_ngrams(source: str, n: int) -> set[tuple[str, ...]]:

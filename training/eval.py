@@ -97,7 +97,11 @@ class EvalArgs:
     trials: int = field(default=5, metadata={"help": "verification trials per candidate"})
     timeout: float = field(default=120.0, metadata={"help": "seconds per verification run"})
     timing: bool = field(default=True, metadata={"help": "time correct candidates against eager and torch.compile"})
-    workers: int = field(default=2, metadata={"help": "tasks generated and candidates verified at once"})
+    workers: int = field(default=2, metadata={"help": "candidates verified at once"})
+    batch: int = field(
+        default=32,
+        metadata={"help": "transformers: sequences sampled in one generate call (the samples of several tasks)"},
+    )
 
     def __post_init__(self) -> None:
         if not self.output_dir:
@@ -111,8 +115,10 @@ class EvalArgs:
             raise ValueError(f"--profile must be one of {', '.join(prompts.PROFILES)}, got {self.profile!r}")
         if self.device not in DEVICES:
             raise ValueError(f"--device must be one of {', '.join(DEVICES)}, got {self.device!r}")
-        if min(self.samples, self.trials, self.workers, self.tensor_parallel, self.max_tokens) < 1:
-            raise ValueError("--samples, --trials, --workers, --tensor-parallel and --max-tokens must be at least 1")
+        if min(self.samples, self.trials, self.workers, self.tensor_parallel, self.max_tokens, self.batch) < 1:
+            raise ValueError(
+                "--samples, --trials, --workers, --tensor-parallel, --max-tokens and --batch must be at least 1"
+            )
         if self.timeout <= 0 or self.temperature < 0:
             raise ValueError("--timeout must be positive and --temperature at least 0")
         self.k = [str(k) for k in self.k]
@@ -249,8 +255,9 @@ def check_resumable(args: EvalArgs, out: Path) -> None:
 
 
 def run(tasks: list[Task], args: EvalArgs, out: Path) -> tuple[list[dict], str, str, str]:
-    """Evaluate every task not finished in an earlier run on `out`, `args.workers` at a time, appending each to
-    `tasks.jsonl` as it finishes; every task's record (in suite order), the backend, model and device."""
+    """Evaluate every task not finished in an earlier run on `out`, appending each to `tasks.jsonl` as it
+    finishes; every task's record (in suite order), the backend, model and device. As many tasks are under way as
+    fill a generation batch (or keep the verifiers busy): their requests reach the backend together."""
     from model_server.backends import BackendConfig, BackendError, create_backend
     from verifier.errors import SandboxStartError
     from verifier.pool import VerifierPool
@@ -266,6 +273,7 @@ def run(tasks: list[Task], args: EvalArgs, out: Path) -> tuple[list[dict], str, 
         base_url=args.base_url or None,
         api_key=os.environ.get("OPENAI_API_KEY"),
         tensor_parallel_size=args.tensor_parallel,
+        batch=args.batch,
     )
     try:
         pool = VerifierPool(size=args.workers, device=args.device)
@@ -281,7 +289,7 @@ def run(tasks: list[Task], args: EvalArgs, out: Path) -> tuple[list[dict], str, 
     with (
         pool,
         ThreadPoolExecutor(max_workers=args.workers) as verifiers,
-        ThreadPoolExecutor(max_workers=args.workers) as workers,
+        ThreadPoolExecutor(max_workers=max(args.workers, args.batch // args.samples)) as workers,
         (out / TASKS_FILE).open("a") as log,
     ):
         if log.tell() and not (out / TASKS_FILE).read_bytes().endswith(b"\n"):

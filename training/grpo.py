@@ -202,7 +202,7 @@ def build_trainer(args: GRPOArgs, model, tokenizer, prompts_rows: Dataset, rewar
         reward_funcs=rewards.functions(),
         processing_class=tokenizer,
         peft_config=models.lora_config(args) if args.lora else None,
-        callbacks=[models.run_log(out / models.LOG, _log), times],
+        callbacks=[models.run_log(out / models.LOG, _log), models.time_limit(args.max_minutes, _log), times],
     )
     times.watch_generation(trainer.model)
     return trainer

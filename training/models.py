@@ -64,6 +64,10 @@ class RunArgs:
     save_steps: int = field(default=500, metadata={"help": "checkpoint every this many optimizer steps"})
     save_total_limit: int = field(default=2, metadata={"help": "checkpoints kept, the latest ones (0: all)"})
     report_to: list[str] = field(default_factory=list, metadata={"help": "trackers such as tensorboard or wandb"})
+    max_minutes: float = field(
+        default=0.0,
+        metadata={"help": "stop after the step that passes this many minutes, saving final/ as usual (0: no limit)"},
+    )
 
     def __post_init__(self) -> None:
         for flag, value in (("--output-dir", self.output_dir), ("--data", self.data), ("--model", self.model)):
@@ -85,6 +89,8 @@ class RunArgs:
             raise ValueError("--lora-rank and --lora-alpha must be at least 1, --lora-dropout in [0, 1)")
         if self.lora and not self.lora_target_modules:
             raise ValueError("--lora-target-modules: name at least one module (or all-linear)")
+        if self.max_minutes < 0:
+            raise ValueError("--max-minutes must be at least 0")
         if min(self.logging_steps, self.save_steps) < 1 or self.save_total_limit < 0:
             raise ValueError("--logging-steps and --save-steps must be at least 1, --save-total-limit at least 0")
 
@@ -222,6 +228,31 @@ def run_log(path: Path, log: Callable[[str], None]) -> TrainerCallback:
                 )
 
     return RunLogCallback()
+
+
+def time_limit(minutes: float, log: Callable[[str], None]) -> TrainerCallback:
+    """A trainer callback ending training at the first optimizer step after `minutes` of this invocation (none for
+    0), so a run fits a machine booked for a while and still writes final/. Every rank stops at the same step:
+    the ranks agree through the process group where there is one."""
+    import torch
+    from transformers import TrainerCallback
+
+    class TimeLimit(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.deadline = time.monotonic() + minutes * 60
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if not minutes:
+                return
+            over = torch.tensor([float(time.monotonic() > self.deadline)], device=args.device)
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                torch.distributed.all_reduce(over, op=torch.distributed.ReduceOp.MAX)
+            if over.item():
+                control.should_training_stop = True
+                if state.is_world_process_zero:
+                    log(f"--max-minutes {minutes:g} reached at step {state.global_step}: stopping")
+
+    return TimeLimit()
 
 
 def trainer_arguments(args: RunArgs, config_class: type) -> dict:

@@ -137,7 +137,7 @@ def build_trainer(
         eval_dataset=val_rows,
         processing_class=tokenizer,
         peft_config=models.lora_config(args) if args.lora else None,
-        callbacks=[models.run_log(Path(args.output_dir) / models.LOG, _log)],
+        callbacks=[models.run_log(Path(args.output_dir) / models.LOG, _log), models.time_limit(args.max_minutes, _log)],
     )
 
 

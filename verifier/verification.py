@@ -97,6 +97,11 @@ class Shared:
             yield
 
 
+def _at(path: Path, exc: SyntaxError) -> str:
+    """`path:line` of a syntax error, or the path alone where Python names no line (a null byte, say)."""
+    return f"{path}:{exc.lineno}" if exc.lineno else str(path)
+
+
 def check_task_file(task: Path) -> str:
     """Parse the task without running it; return its module name or raise TaskError naming file and line."""
     try:
@@ -106,7 +111,7 @@ def check_task_file(task: Path) -> str:
     try:
         tree = ast.parse(source, filename=str(task))
     except SyntaxError as exc:
-        raise TaskError(f"{task}:{exc.lineno}: syntax error: {exc.msg}") from exc
+        raise TaskError(f"{_at(task, exc)}: syntax error: {exc.msg}") from exc
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
     defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     missing = [name for name in ("Model", "get_inputs", "get_init_inputs") if name not in defined]
@@ -193,7 +198,7 @@ class Verification:
         try:
             findings = check_candidate(source, task_module=module_name)
         except SyntaxError as exc:
-            self._finish("compile_error", f"{self.candidate}:{exc.lineno}: syntax error: {exc.msg}")
+            self._finish("compile_error", f"{_at(self.candidate, exc)}: syntax error: {exc.msg}")
             return
         executable = self._sanitizer()
         report.violations = [f.as_violation() for f in findings]

@@ -160,6 +160,7 @@ def _set_environment(scratch: str) -> None:
     os.environ["HOME"] = scratch
     os.environ["TMPDIR"] = scratch
     os.environ["TRITON_CACHE_DIR"] = os.path.join(scratch, ".triton")
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(scratch, ".inductor"))
     os.environ["XDG_CACHE_HOME"] = os.path.join(scratch, ".cache")
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
 

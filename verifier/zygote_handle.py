@@ -182,6 +182,9 @@ class ZygoteHandle:
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else root
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("TRITON_CACHE_DIR", None)
+        # Inductor writes its cache dir into the environment of any process that asks for it (trl's imports do):
+        # inherited, it would name a directory the sandbox cannot create. Each sandbox gets its own (zygote.py).
+        env.pop("TORCHINDUCTOR_CACHE_DIR", None)
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""

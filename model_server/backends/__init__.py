@@ -20,6 +20,7 @@ class BackendConfig:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     tensor_parallel_size: int = 1
+    batch: int = 32  # transformers: the most sequences one generate call samples for concurrent requests
 
 
 def create_backend(config: BackendConfig) -> Backend:
@@ -33,7 +34,7 @@ def create_backend(config: BackendConfig) -> Backend:
     if config.name == "transformers":
         from model_server.backends.transformers_backend import TransformersBackend
 
-        return TransformersBackend(config.model, config.profile, device=config.device)
+        return TransformersBackend(config.model, config.profile, device=config.device, batch=config.batch)
     if config.name == "openai":
         from model_server.backends.openai_backend import OpenAIBackend
 

@@ -3,14 +3,31 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from model_server.backends.base import BackendError
 from model_server.backends.text import TextBackend, check_profile
 
 
+@dataclass(eq=False)
+class _Request:
+    """One caller's prompt, waiting to be generated in a batch with those of other callers."""
+
+    input_ids: list[int]
+    n: int
+    settings: tuple[int, float]  # max new tokens, temperature: requests batched together share them
+    replies: list[str] = field(default_factory=list)
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
 class TransformersBackend(TextBackend):
-    """Samples candidates from a causal LM through its chat template (or a raw prompt for `kernelllm`)."""
+    """Samples candidates from a causal LM through its chat template (or a raw prompt for `kernelllm`).
+
+    Requests that arrive while the model is busy (several tasks of an evaluation, several editors on one server)
+    wait, and the next `generate` call serves all those with the same settings at once, up to `batch` sequences:
+    a small model's decoding step costs about the same for one sequence as for dozens."""
 
     name = "transformers"
 
@@ -22,6 +39,7 @@ class TransformersBackend(TextBackend):
         temperature: float = 0.8,
         top_p: float = 0.95,
         device: str = "auto",
+        batch: int = 32,
     ):
         if not model:
             raise BackendError("the transformers backend needs --model (a local model directory or a hub id)")
@@ -30,7 +48,10 @@ class TransformersBackend(TextBackend):
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.top_p = top_p
-        self._lock = threading.Lock()
+        self.batch = batch
+        self._lock = threading.Lock()  # one generate call at a time
+        self._queue_lock = threading.Lock()
+        self._queue: list[_Request] = []
         self.tokenizer, self.model = _load(model, device)
 
     def _chat(self, messages: list[dict], n: int, max_tokens: int | None, temperature: float | None) -> list[str]:
@@ -50,22 +71,64 @@ class TransformersBackend(TextBackend):
         )
 
     def _sample(self, encoded, n: int, max_tokens: int | None, temperature: float | None) -> list[str]:
+        temperature = self.temperature if temperature is None else temperature
+        request = _Request(encoded["input_ids"][0].tolist(), n, (max_tokens or self.max_new_tokens, temperature))
+        with self._queue_lock:
+            self._queue.append(request)
+        while not request.done.is_set():
+            with self._lock:
+                if not request.done.is_set():
+                    self._generate(self._take(request.settings))
+        if request.error is not None:
+            raise request.error
+        return request.replies
+
+    def _take(self, settings: tuple[int, float]) -> list[_Request]:
+        """The oldest waiting requests with these settings, up to `batch` sequences (at least one request)."""
+        with self._queue_lock:
+            taken, rows = [], 0
+            for request in self._queue:
+                if request.settings == settings and (not taken or rows + request.n <= self.batch):
+                    taken.append(request)
+                    rows += request.n
+            self._queue = [request for request in self._queue if request not in taken]
+        return taken
+
+    def _generate(self, requests: list[_Request]) -> None:
+        """Sample every request's replies in one `generate` call and hand each caller its own."""
+        try:
+            replies = self._replies(requests)
+        except Exception as exc:  # every waiting caller gets the failure, none waits forever
+            for request in requests:
+                request.error = exc
+                request.done.set()
+            return
+        for request in requests:
+            request.replies, replies = replies[: request.n], replies[request.n :]
+            request.done.set()
+
+    def _replies(self, requests: list[_Request]) -> list[str]:
+        """The replies to every request in order: the prompts left-padded to one length, each repeated once per
+        reply asked for."""
         import torch
 
-        encoded = {key: value.to(self.model.device) for key, value in encoded.items()}
-        temperature = self.temperature if temperature is None else temperature
-        with self._lock, torch.no_grad():
+        max_new_tokens, temperature = requests[0].settings
+        prompts = [request.input_ids for request in requests for _ in range(request.n)]
+        width = max(len(ids) for ids in prompts)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in prompts], device=self.model.device)
+        mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts], device=self.model.device)
+        with torch.no_grad():
             output = self.model.generate(
-                **encoded,
+                input_ids=input_ids,
+                attention_mask=mask,
                 do_sample=temperature > 0,
                 temperature=temperature if temperature > 0 else None,
                 top_p=self.top_p if temperature > 0 else None,
-                max_new_tokens=max_tokens or self.max_new_tokens,
-                num_return_sequences=n,
-                pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=pad,
             )
-        start = encoded["input_ids"].shape[1]
-        return [self.tokenizer.decode(sequence[start:], skip_special_tokens=True) for sequence in output]
+        return self.tokenizer.batch_decode(output[:, width:], skip_special_tokens=True)
 
 
 def _load(model: str, device: str):

@@ -11,7 +11,7 @@ from model_server import prompts
 from model_server.backends import BackendConfig, GenerationRequest, create_backend
 from training import data, eval, grpo, models, scratch, sft
 
-SEED = 0  # synthetic tasks 0-4: four land in the train split and one in the held-out test split
+SEED = 4  # synthetic tasks 4-8: four land in the train split and one in the held-out test split
 
 
 @pytest.mark.slow

@@ -103,6 +103,16 @@ def test_fine_tune_writes_a_model_transformers_loads_and_resumes_from_its_checkp
     assert state["global_step"] == 4 and [e["step"] for e in state["log_history"] if "loss" in e] == [1, 2, 3, 4]
 
 
+def test_max_minutes_stops_at_the_first_step_past_the_limit_and_still_writes_final(
+    model_dir, data_dir, tmp_path, capsys
+):
+    run = tmp_path / "run"
+    assert sft.main(flags(model_dir, data_dir, run, "--max-steps", "50", "--max-minutes", "0.000001")) == 0
+    assert "--max-minutes 1e-06 reached at step 1: stopping" in capsys.readouterr().err
+    assert [line["step"] for line in log_lines(run) if "loss" in line] == [1]
+    assert (run / models.FINAL / "config.json").is_file()
+
+
 def test_lora_is_merged_into_a_full_model_or_kept_as_an_adapter(model_dir, data_dir, tmp_path):
     run = tmp_path / "lora"
     assert sft.main(flags(model_dir, data_dir, run, "--profile", "kernelllm", "--lora", "--max-steps", "2")) == 0

@@ -100,6 +100,14 @@ def test_broken_task_exits_two_naming_file_and_line(tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_a_candidate_python_cannot_read_at_all_is_a_compile_error_naming_the_file(tmp_path):
+    candidate = tmp_path / "null_byte.py"
+    candidate.write_text("import torch\x00\n")
+    result = tritonize("verify", str(FIXTURES / "tasks/add.py"), str(candidate))
+    assert result.returncode == 1
+    assert f"{candidate}: syntax error: source code string cannot contain null bytes" in result.stdout
+
+
 def test_task_failing_at_run_time_exits_two_naming_the_line(tmp_path):
     task = tmp_path / "raising_task.py"
     source = (FIXTURES / "tasks/add.py").read_text()

@@ -50,6 +50,15 @@ def test_gpu_fault_then_correct_in_the_same_pool(gpu_pool, hostile, verdict):
     assert good.verdict == "correct", good.message
 
 
+def test_a_parent_that_asked_inductor_for_its_cache_dir_still_starts_sandboxes(tmp_path, monkeypatch):
+    """Inductor writes its cache dir into the asking process's environment (trl's imports ask): a sandbox that
+    inherited it failed to start, since it cannot create that directory."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "parent-inductor-cache"))
+    with VerifierPool(size=1, device="cuda") as pool:
+        report = pool.verify(ADD, GOOD, trials=2, timing=False)
+    assert report.verdict == "correct", report.message
+
+
 def test_timing_reports_all_three_medians(gpu_pool):
     report = gpu_pool.verify(FIXTURES / "tasks/softmax.py", FIXTURES / "candidates/softmax_ok.py", trials=2)
     assert report.verdict == "correct", report.message

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The training proof run of docs/TRAINING.md on one GPU machine: verified pairs from synthetic tasks, SFT then GRPO
+# of a pretrained model, pass@1 and fast_1 on the held-out tasks before SFT, after SFT and after GRPO, and the
+# GRPO model served by `tritonize serve` (`python -m model_server serve` from a checkout) converting a task.
+#
+#   benchmarks/training_proof.sh MODEL_DIR DATA_DIR RUN_DIR
+#
+# DATA_DIR may hold an earlier training.data run of the same settings: only its missing tasks are converted.
+# MODEL_DIR may appear while the data is being built (the script waits for MODEL_DIR/config.json). Each stage
+# writes RUN_DIR/STAGE.log; a re-run skips the trainings that wrote final/ and resumes the rest; RUN_DIR/summary.md is the table of the three evaluations.
+# The environment sets the sizes (defaults: the recorded run).
+set -uo pipefail
+
+MODEL=$1 DATA=$2 RUN=$3
+SYNTHETIC=${SYNTHETIC:-525} SEED=${SEED:-3000} SIZES=${SIZES:-small} DEVICE=${DEVICE:-cuda} TEST_FRACTION=${TEST_FRACTION:-0.1}
+DATA_WORKERS=${DATA_WORKERS:-12} VERIFY_WORKERS=${VERIFY_WORKERS:-6}
+SFT_EPOCHS=${SFT_EPOCHS:-4} SFT_LR=${SFT_LR:-1e-4} SFT_BATCH=${SFT_BATCH:-4} SFT_ACCUMULATION=${SFT_ACCUMULATION:-2}
+SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-4096}
+GRPO_MINUTES=${GRPO_MINUTES:-8} GRPO_LR=${GRPO_LR:-5e-6} GRPO_BATCH=${GRPO_BATCH:-16} GRPO_ACCUMULATION=${GRPO_ACCUMULATION:-2}
+GRPO_LENGTH=${GRPO_LENGTH:-3072} GRPO_TEMPERATURE=${GRPO_TEMPERATURE:-0.8}
+EVAL_SAMPLES=${EVAL_SAMPLES:-4} EVAL_TOKENS=${EVAL_TOKENS:-3072} EVAL_BATCH=${EVAL_BATCH:-128}
+PORT=${PORT:-8799}
+mkdir -p "$RUN"
+python3 -c "import trl, datasets, fastapi, uvicorn" 2>/dev/null || {
+    echo "training_proof.sh: trl, datasets, fastapi and uvicorn must import: pip install -e '.[train,serve]'" >&2
+    exit 2
+}
+
+stage() {  # stage NAME COMMAND...: run it, its output in RUN/NAME.log, and say how it ended
+    local name=$1
+    shift
+    echo "[$(date +%T)] $name: started" >&2
+    "$@" >"$RUN/$name.log" 2>&1
+    local status=$?
+    echo "[$(date +%T)] $name: exit $status" >&2
+    return $status
+}
+
+evaluate() {  # evaluate NAME MODEL: pass@k and fast_p of MODEL on the held-out tasks
+    stage "eval-$1" python3 -m training.eval --suite "$DATA/rl.autotriton.jsonl" --split test \
+        --backend transformers --model "$2" --samples "$EVAL_SAMPLES" --max-tokens "$EVAL_TOKENS" \
+        --batch "$EVAL_BATCH" --device "$DEVICE" --workers "$VERIFY_WORKERS" --trials 3 --output-dir "$RUN/eval-$1"
+}
+
+stage data python3 -m training.data --output-dir "$DATA" --synthetic "$SYNTHETIC" --seed "$SEED" \
+    --sizes "$SIZES" --device "$DEVICE" --workers "$DATA_WORKERS" --test-fraction "$TEST_FRACTION" --val-fraction 0.02 &
+data=$!
+until grep -q "SFT:" "$RUN/data.log" 2>/dev/null || ! kill -0 $data 2>/dev/null; do sleep 2; done
+until [ -f "$MODEL/config.json" ]; do sleep 2; done
+evaluate base "$MODEL" &
+base=$!
+wait $data || exit 1
+
+[ -f "$RUN/sft/final/config.json" ] || stage sft python3 -m training.sft --data "$DATA" --model "$MODEL" --output-dir "$RUN/sft" \
+    --epochs "$SFT_EPOCHS" --learning-rate "$SFT_LR" --per-device-batch-size "$SFT_BATCH" \
+    --gradient-accumulation "$SFT_ACCUMULATION" --max-length "$SFT_MAX_LENGTH" --logging-steps 5 --save-steps 1000 || exit 1
+evaluate sft "$RUN/sft/final" &
+sft=$!
+[ -f "$RUN/grpo/final/config.json" ] || stage grpo python3 -m training.grpo --data "$DATA" --model "$RUN/sft/final" --output-dir "$RUN/grpo" \
+    --max-minutes "$GRPO_MINUTES" --learning-rate "$GRPO_LR" --num-generations 8 \
+    --per-device-batch-size "$GRPO_BATCH" --gradient-accumulation "$GRPO_ACCUMULATION" \
+    --max-completion-length "$GRPO_LENGTH" --temperature "$GRPO_TEMPERATURE" \
+    --verify-device "$DEVICE" --verify-workers "$VERIFY_WORKERS" --trials 3 --verify-timeout 60 \
+    --save-steps 1000 || exit 1
+wait $base $sft
+evaluate grpo "$RUN/grpo/final" || exit 1
+
+python3 - "$RUN" >"$RUN/summary.md" <<'EOF'
+import json, sys
+from pathlib import Path
+
+run = Path(sys.argv[1])
+print("| model | tasks | pass@1 | fast_1 vs eager | fast_1 vs compile | correct samples | seconds |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+for name in ("base", "sft", "grpo"):
+    totals = json.loads((run / f"eval-{name}" / "results.json").read_text())["totals"]
+    eager, compiled = ((totals["fast_p"][side] or {}).get("1") for side in ("eager", "compile"))
+    print(f"| {name} | {totals['tasks']} | {totals['pass@k']['1']:.3f} | {eager} | {compiled} | "
+          f"{totals['correct_samples']}/{totals['samples']} | {totals['seconds']} |")
+EOF
+cat "$RUN/summary.md" >&2
+
+# Serve the GRPO model and convert the held-out task it did best on, through the server's OpenAI-style API.
+task=$(python3 -c "
+import json, sys
+tasks = json.load(open('$RUN/eval-grpo/results.json'))['tasks']
+print(max(tasks, key=lambda t: t['correct'])['path'])")
+python3 -m model_server serve --backend transformers --model "$RUN/grpo/final" --device "$DEVICE" --port "$PORT" \
+    >"$RUN/serve.log" 2>&1 &
+server=$!
+until python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/health')" 2>/dev/null \
+    || ! kill -0 $server 2>/dev/null; do sleep 1; done
+stage convert python3 -m model_server convert "$task" --backend openai --base-url "http://127.0.0.1:$PORT/v1" \
+    --model "$RUN/grpo/final" --device "$DEVICE" --samples 4 --rounds 2 --out "$RUN/converted.py" --force
+kill $server
+echo "[$(date +%T)] done" >&2
