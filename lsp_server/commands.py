@@ -119,9 +119,10 @@ async def verify(session: Session, args: dict[str, Any]) -> dict[str, Any]:
         await session.model_client(settings, report) as client,
     ):
         report("running the candidate and the task in the sandbox", None)
-        result = await client.verify(task, snapshot.source, trials=settings.trials)
+        result = await client.verify(task, snapshot.source, trials=settings.trials, policy=settings.policy)
     verdict = result.get("verdict")
-    kind = types.MessageType.Info if verdict == "correct" and result.get("reward", 0) > 0 else types.MessageType.Warning
+    passed = verdict == "correct" and (result.get("reward", 0) > 0 or result.get("policy") == "hybrid")
+    kind = types.MessageType.Info if passed else types.MessageType.Warning
     session.tell(f"tritonize: {_name(uri)} is {verdict} against {name}: {_describe(result)}", kind)
     return {"status": "verified", "report": result}
 
@@ -135,6 +136,7 @@ def _convert_body(task: str, target: task_source.Target, settings: Settings) -> 
         "samples": settings.samples,
         "rounds": settings.rounds,
         "trials": settings.trials,
+        "policy": settings.policy,
     }
 
 
@@ -151,6 +153,12 @@ def _place(
     return proposal
 
 
+REFUSED_HYBRID = (
+    "only a hybrid kernel (a library call does part of the work) was correct, which the strict policy refuses; "
+    'set tritonize.policy to "hybrid" to accept it'
+)
+
+
 async def _stream(events, report: Report, settings: Settings) -> tuple[api.Done | None, list[str]]:
     """Follow the conversion's events; each one's text is a progress line."""
     expected = max(settings.samples * settings.rounds, 1)
@@ -159,6 +167,8 @@ async def _stream(events, report: Report, settings: Settings) -> tuple[api.Done 
         kind = event.get("event")
         if kind == "candidate":
             seen += 1
+            if settings.policy == "strict" and event.get("policy") == "hybrid" and event.get("verdict") == "correct":
+                failures.append(REFUSED_HYBRID)
         if event.get("text"):
             report(event["text"], min(99, 100 * seen // expected))
         if kind == "error":

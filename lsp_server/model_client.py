@@ -38,8 +38,8 @@ class ModelClient:
             return False
         return response.status_code == 200
 
-    async def verify(self, task: str, candidate: str, trials: int = 5) -> dict[str, Any]:
-        body = {"task": task, "candidate": candidate, "trials": trials}
+    async def verify(self, task: str, candidate: str, trials: int = 5, policy: str = "strict") -> dict[str, Any]:
+        body = {"task": task, "candidate": candidate, "trials": trials, "policy": policy}
         try:
             response = await self._http.post("/v1/verify", json=body, timeout=None)
         except httpx.HTTPError as exc:

@@ -14,6 +14,7 @@ from typing import Any
 from model_server.api import DEFAULT_URL
 from verifier.audit.config import TARGET_PATTERN
 from verifier.device import DEVICES
+from verifier.options import POLICIES
 
 PLACEMENTS = ("new_file", "below", "replace")
 AUDIT_KEYS = ("ignore", "select")
@@ -93,6 +94,7 @@ class Settings:
     device: str = _setting("auto", "device", _one_of(DEVICES))
     target: str | None = _setting(None, "target", _target)
     placement: str = _setting("new_file", "placement", _one_of(PLACEMENTS))
+    policy: str = _setting("strict", "policy", _one_of(POLICIES))
     compile_on_save: bool = _setting(True, "compileOnSave", _boolean)
     select: tuple[str, ...] = _setting((), "audit.select", _rule_prefixes)
     ignore: tuple[str, ...] = _setting((), "audit.ignore", _rule_prefixes)

@@ -83,6 +83,11 @@ class ConvertBody(BaseModel):
     deadline: float | None = Field(default=None, gt=0, le=24 * 3600)
     trials: int = Field(default=5, ge=1, le=100)
     timeout: float = Field(default=60.0, gt=0, le=3600, description="seconds per run of the reference or candidate")
+    policy: Literal["strict", "hybrid"] = Field(
+        default="hybrid",
+        description="strict: only an all-Triton kernel is written; hybrid: a library call plus Triton may be, when "
+        "it is the only correct kind or meaningfully faster",
+    )
 
     @field_validator("task_name")
     @classmethod

@@ -41,8 +41,11 @@ class ConvertOptions:
     deadline: float | None = None
     trials: int = 5
     timeout: float = 60.0
+    policy: str = "hybrid"  # strict: only all-Triton candidates are written; hybrid: a faster hybrid one may be
 
     def __post_init__(self) -> None:
+        if self.policy not in ("strict", "hybrid"):
+            raise ValueError(f"policy must be strict or hybrid, got {self.policy!r}")
         if self.samples < 1 or self.rounds < 1:
             raise ValueError(f"samples and rounds must be at least 1, got {self.samples} and {self.rounds}")
         if self.deadline is not None and self.deadline <= 0:
@@ -152,7 +155,7 @@ def _rounds(
                 break
             attempts = verifier.finish()
             outcome.attempts.extend(attempts)
-            outcome.best, outcome.why = _choose(outcome.attempts)
+            outcome.best, outcome.why = _choose(outcome.attempts, options.policy)
             feedback = [
                 {"source": a.source, "report": a.report.to_dict(), "label": a.label} for a in attempts if not a.correct
             ]
@@ -379,11 +382,14 @@ def _past(deadline: float | None, started: float) -> bool:
     return deadline is not None and time.monotonic() - started >= deadline
 
 
-def _choose(attempts: list[Attempt]) -> tuple[Attempt | None, str]:
+def _choose(attempts: list[Attempt], policy: str = "hybrid") -> tuple[Attempt | None, str]:
     """The candidate to write, and why: the fastest correct all-Triton one, unless a hybrid one (a library call
-    plus Triton) is at least HYBRID_MARGIN faster or is the only kind that is correct."""
+    plus Triton) is at least HYBRID_MARGIN faster or is the only kind that is correct; under the strict policy
+    never a hybrid one."""
     strict = _fastest([a for a in attempts if a.correct and a.policy == "strict"])
     hybrid = _fastest([a for a in attempts if a.correct and a.policy == "hybrid"])
+    if policy == "strict":
+        hybrid = None
     if strict is None and hybrid is None:
         return None, ""
     if hybrid is None:

@@ -254,3 +254,38 @@ async def test_verify_starts_a_local_model_server_when_none_answers(client: Lang
     assert any(m.startswith("starting the model server") for m in messages)
     assert httpx.get(f"http://127.0.0.1:{port}/health").json()["backend"] == "inductor"
     client.started_servers.append(f"http://127.0.0.1:{port}")  # the fixture checks it stops with the session
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_the_policy_setting_decides_whether_a_hybrid_kernel_verifies(client: LanguageClient, tmp_path):
+    hybrid = ROOT / "tests" / "fixtures" / "hybrid"
+    (tmp_path / "linear_relu.py").write_text((hybrid / "linear_relu.py").read_text())
+    kernel = "# tritonize-task: linear_relu.py::Model\n" + (hybrid / "linear_relu_hybrid.py").read_text()
+    uri = await _open(client, tmp_path / "linear_relu_hybrid.py", kernel)
+    verify = (await _actions(client, uri, 0))["Verify this Triton kernel against linear_relu.py::Model"]
+    verdicts = {}
+    for policy in ("strict", "hybrid"):
+        client.set_configuration(policy, section="tritonize.policy")
+        result = await _run(client, verify.command)
+        verdicts[policy] = (result["report"]["verdict"], result["report"]["policy"])
+    assert verdicts == {"strict": ("rejected", "strict"), "hybrid": ("correct", "hybrid")}
+    correct = [m for m in client.messages if "is correct against Model" in m.message]
+    assert [m.type for m in correct] == [types.MessageType.Info]
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_convert_places_a_hybrid_kernel_only_under_the_hybrid_policy(client: LanguageClient, tmp_path):
+    """On a CPU, Inductor keeps a linear layer's matmul as a library call: its only kernel is hybrid."""
+    task = (ROOT / "tests" / "fixtures" / "hybrid" / "linear_relu.py").read_text()
+    uri = await _open(client, tmp_path / "linear_relu.py", task)
+    convert = (await _actions(client, uri, task.splitlines().index("class Model(nn.Module):")))[
+        "Convert Model to Triton"
+    ]
+    refused = await _run(client, convert.command)
+    assert refused["status"] == "not_correct" and 'set tritonize.policy to "hybrid"' in refused["message"]
+    assert client.applied == [] and not (tmp_path / "linear_relu_triton.py").exists()
+    client.set_configuration("hybrid", section="tritonize.policy")
+    placed = await _run(client, convert.command)
+    assert placed["status"] == "applied" and placed["report"]["policy"] == "hybrid", placed

@@ -28,3 +28,11 @@ def test_each_bad_value_is_named_and_falls_back_to_its_default():
         "tritonize.target: expected a CUDA architecture such as sm_90; using None",
     ]
     assert parse_settings(["not", "an", "object"])[1] == ["tritonize settings must be an object, got list"]
+
+
+def test_the_verification_policy_is_strict_unless_set_to_hybrid():
+    assert Settings().policy == "strict"
+    assert parse_settings({"policy": "hybrid"})[0].policy == "hybrid"
+    settings, problems = parse_settings({"policy": "lenient"})
+    assert settings.policy == "strict"
+    assert problems == ["tritonize.policy: expected one of strict, hybrid; using 'strict'"]

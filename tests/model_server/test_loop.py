@@ -294,6 +294,14 @@ def test_an_all_triton_candidate_wins_unless_a_hybrid_is_meaningfully_faster():
     assert _choose([_attempt(5, "strict", None)])[1] == "correct", "on the CPU nothing is timed"
 
 
+def test_under_the_strict_policy_a_hybrid_candidate_is_never_chosen():
+    strict, much_faster = _attempt(1, "strict", 1.00), _attempt(2, "hybrid", 0.5)
+    assert _choose([strict, much_faster], "strict")[0] is strict
+    assert _choose([_attempt(3, "strict", None, verdict="incorrect"), much_faster], "strict") == (None, "")
+    with pytest.raises(ValueError, match="policy must be strict or hybrid"):
+        ConvertOptions(policy="lenient")
+
+
 def test_a_candidate_out_of_device_memory_beside_another_verification_is_verified_again_alone(pool):
     """The second candidate fails with CUDA's out-of-memory message (what it does on a GPU shared with a large
     verification alongside): it is verified once more with nothing beside it, and reported once."""
