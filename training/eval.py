@@ -8,7 +8,9 @@
 model server's own factory, prompted through `model_server/prompts.py`), and each candidate is verified in the
 verifier's sandbox under the strict policy (timed against eager and torch.compile on a GPU unless `--no-timing`).
 
-Metrics, each a mean over the suite's tasks (a task whose generation failed counts as 0 everywhere):
+Metrics, each a mean over the suite's tasks (a task whose generation failed counts as 0 everywhere; a task whose own
+run failed in the verifier, out of GPU memory beside other jobs say, says nothing of the model: it is listed in
+`tasks_unverified`, not counted, and not saved, so a re-run tries it again):
 
 - pass@k: per task, the unbiased estimator 1 - C(n-c, k) / C(n, k) over its n samples of which c are correct
   (correct: `training.rewards.passed`, what GRPO rewards: verdict `correct` with reward > 0 under the strict
@@ -302,10 +304,12 @@ def run(tasks: list[Task], args: EvalArgs, out: Path) -> tuple[list[dict], str, 
                 except SandboxStartError as exc:
                     raise EvalError(f"the verifier's sandbox cannot start: {exc}") from exc
                 finished[(record["name"], record["id"])] = record
-                log.write(json.dumps(record) + "\n")
-                log.flush()
+                if not record.get("unverified"):  # else a re-run tries the task again
+                    log.write(json.dumps(record) + "\n")
+                    log.flush()
                 rate = number / max(time.monotonic() - started, 1e-9) * 60
                 outcome = record["error"] or f"{record['correct']}/{len(record['samples'])} correct"
+                outcome += "; not counted, and a re-run tries it again" if record.get("unverified") else ""
                 _log(
                     f"[{number}/{len(pending)}] {record['name']}: {outcome} "
                     f"({record['seconds']:.1f} s; {rate:.1f} tasks/min)"
@@ -342,8 +346,9 @@ def evaluate_task(task: Task, backend, pool, verifiers: Executor, args: EvalArgs
     futures = [verifiers.submit(verify_sample, pool, task.path, path, args) for path in paths]
     try:
         samples = [future.result() for future in futures]
-    except TaskError as exc:
+    except TaskError as exc:  # the task's own run failed (out of GPU memory beside other jobs, say): no verdict
         record["error"] = f"the task cannot be verified: {exc}"
+        record["unverified"] = True
         samples = []
     for sample, candidate, path in zip(samples, generated, paths, strict=False):
         sample |= {"candidate": str(path.relative_to(out)), "label": candidate.label, "policy": candidate.policy}
@@ -398,7 +403,10 @@ def fast_p(records: list[dict], p: float, baseline: str) -> float:
 
 
 def summarize(records: list[dict], ks: list[int], ps: list[float], timed: bool) -> dict:
-    """The totals over all tasks: pass@k, fast_p (null without timings), and counts."""
+    """The totals over the tasks that could be verified: pass@k, fast_p (null without timings), and counts; a task
+    whose own run failed says nothing of the model, so it is listed apart and not counted."""
+    unverified = [r["name"] for r in records if r.get("unverified")]
+    records = [r for r in records if not r.get("unverified")]
     pass_k = {}
     for k in ks:
         values = [pass_at_k(len(r["samples"]), r["correct"], k) for r in records]
@@ -414,6 +422,7 @@ def summarize(records: list[dict], ks: list[int], ps: list[float], timed: bool) 
         "correct_samples": sum(s["correct"] for s in samples),
         "tasks_solved": sum(r["correct"] > 0 for r in records),
         "tasks_failed_to_generate": sum(bool(r["error"]) and not r["samples"] for r in records),
+        "tasks_unverified": unverified,
         "pass@k": pass_k,
         "fast_p": fast,
         "verdicts": dict(collections.Counter(s["verdict"] for s in samples)),
@@ -435,6 +444,8 @@ def table(records: list[dict], totals: dict) -> str:
         )
     lines = [*rows, "", "| metric | value |", "| --- | --- |"]
     lines.append(f"| tasks solved | {totals['tasks_solved']}/{totals['tasks']} |")
+    if totals["tasks_unverified"]:
+        lines.append(f"| not counted (the task's own run failed) | {', '.join(totals['tasks_unverified'])} |")
     lines += [f"| pass@{k} | {value:.3f} |" for k, value in totals["pass@k"].items()]
     for baseline, name in (("eager", "eager"), ("compile", "torch.compile")):
         values = totals["fast_p"][baseline]

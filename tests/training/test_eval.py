@@ -234,6 +234,40 @@ def test_inductor_kernels_pass_every_task_and_a_rerun_only_evaluates_new_ones(tm
 
 
 @pytest.mark.slow
+def test_a_task_whose_own_run_fails_is_not_counted_and_a_rerun_tries_it_again(tmp_path, capsys, monkeypatch):
+    """The task's reference failing in the verifier (out of GPU memory beside a training job, on the GPU box) cannot
+    be made to happen on a CPU: the verifier raising what it raises then stands in for it, on the first run only."""
+    from verifier.errors import TaskError
+
+    suite, out = tmp_path / "suite", tmp_path / "out"
+    write_task(suite, "relu", "torch.relu(x)")
+    write_task(suite, "total", "x.sum(dim=1)")
+    flags = ["--suite", str(suite), "--backend", "inductor", "--samples", "1", "--device", "cpu", "--trials", "2"]
+    flags += ["--output-dir", str(out)]
+    verify_sample = evaluation.verify_sample
+
+    def out_of_memory_for_total(pool, task, candidate, args):
+        if task.stem == "total":
+            raise TaskError(f"{task}:12: forward failed: RuntimeError: CUDA error: out of memory")
+        return verify_sample(pool, task, candidate, args)
+
+    monkeypatch.setattr(evaluation, "verify_sample", out_of_memory_for_total)
+    assert evaluation.main(flags) == 0
+    totals = json.loads((out / "results.json").read_text())["totals"]
+    assert (totals["tasks"], totals["pass@k"], totals["tasks_unverified"]) == (1, {"1": 1.0}, ["total"])
+    assert [t["name"] for t in lines(out / "tasks.jsonl")] == ["relu"]
+    printed = capsys.readouterr()
+    assert "| not counted (the task's own run failed) | total |" in printed.out
+    assert "total: the task cannot be verified:" in printed.err and "a re-run tries it again" in printed.err
+
+    monkeypatch.undo()
+    assert evaluation.main(flags) == 0
+    totals = json.loads((out / "results.json").read_text())["totals"]
+    assert (totals["tasks"], totals["pass@k"], totals["tasks_unverified"]) == (2, {"1": 1.0}, [])
+    assert "1 tasks to evaluate (1 finished in an earlier run)" in capsys.readouterr().err
+
+
+@pytest.mark.slow
 def test_a_tiny_models_garbage_is_verified_and_recorded_as_failing(model_dir, tmp_path, capsys):
     suite, out = tmp_path / "suite", tmp_path / "out"
     write_task(suite, "relu", "torch.relu(x)")
