@@ -7,16 +7,18 @@
 #
 # DATA_DIR may hold an earlier training.data run of the same settings: only its missing tasks are converted.
 # MODEL_DIR may appear while the data is being built (the script waits for MODEL_DIR/config.json). Each stage
-# writes RUN_DIR/STAGE.log; a re-run skips the trainings that wrote final/ and resumes the rest; RUN_DIR/summary.md is the table of the three evaluations.
-# The environment sets the sizes (defaults: the recorded run).
+# writes RUN_DIR/STAGE.log; a re-run skips the trainings that wrote final/ and resumes the rest. RUN_DIR/summary.md
+# is the table of the three evaluations. The environment sets the sizes (defaults: the recorded run).
 set -uo pipefail
 
 MODEL=$1 DATA=$2 RUN=$3
-SYNTHETIC=${SYNTHETIC:-525} SEED=${SEED:-3000} SIZES=${SIZES:-small} DEVICE=${DEVICE:-cuda} TEST_FRACTION=${TEST_FRACTION:-0.1}
+SYNTHETIC=${SYNTHETIC:-525} SEED=${SEED:-3000} SIZES=${SIZES:-small} DEVICE=${DEVICE:-cuda}
+TEST_FRACTION=${TEST_FRACTION:-0.1}
 DATA_WORKERS=${DATA_WORKERS:-12} VERIFY_WORKERS=${VERIFY_WORKERS:-6}
 SFT_EPOCHS=${SFT_EPOCHS:-4} SFT_LR=${SFT_LR:-1e-4} SFT_BATCH=${SFT_BATCH:-4} SFT_ACCUMULATION=${SFT_ACCUMULATION:-2}
 SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-4096}
-GRPO_MINUTES=${GRPO_MINUTES:-8} GRPO_LR=${GRPO_LR:-5e-6} GRPO_BATCH=${GRPO_BATCH:-16} GRPO_ACCUMULATION=${GRPO_ACCUMULATION:-2}
+GRPO_MINUTES=${GRPO_MINUTES:-8} GRPO_LR=${GRPO_LR:-5e-6} GRPO_BATCH=${GRPO_BATCH:-16}
+GRPO_ACCUMULATION=${GRPO_ACCUMULATION:-2}
 GRPO_LENGTH=${GRPO_LENGTH:-3072} GRPO_TEMPERATURE=${GRPO_TEMPERATURE:-0.8}
 EVAL_SAMPLES=${EVAL_SAMPLES:-4} EVAL_TOKENS=${EVAL_TOKENS:-3072} EVAL_BATCH=${EVAL_BATCH:-128}
 PORT=${PORT:-8799}
@@ -43,7 +45,8 @@ evaluate() {  # evaluate NAME MODEL: pass@k and fast_p of MODEL on the held-out 
 }
 
 stage data python3 -m training.data --output-dir "$DATA" --synthetic "$SYNTHETIC" --seed "$SEED" \
-    --sizes "$SIZES" --device "$DEVICE" --workers "$DATA_WORKERS" --test-fraction "$TEST_FRACTION" --val-fraction 0.02 &
+    --sizes "$SIZES" --device "$DEVICE" --workers "$DATA_WORKERS" --test-fraction "$TEST_FRACTION" \
+    --val-fraction 0.02 &
 data=$!
 until grep -q "SFT:" "$RUN/data.log" 2>/dev/null || ! kill -0 $data 2>/dev/null; do sleep 2; done
 until [ -f "$MODEL/config.json" ]; do sleep 2; done
@@ -51,13 +54,14 @@ evaluate base "$MODEL" &
 base=$!
 wait $data || exit 1
 
-[ -f "$RUN/sft/final/config.json" ] || stage sft python3 -m training.sft --data "$DATA" --model "$MODEL" --output-dir "$RUN/sft" \
-    --epochs "$SFT_EPOCHS" --learning-rate "$SFT_LR" --per-device-batch-size "$SFT_BATCH" \
-    --gradient-accumulation "$SFT_ACCUMULATION" --max-length "$SFT_MAX_LENGTH" --logging-steps 5 --save-steps 1000 || exit 1
+[ -f "$RUN/sft/final/config.json" ] || stage sft python3 -m training.sft --data "$DATA" --model "$MODEL" \
+    --output-dir "$RUN/sft" --epochs "$SFT_EPOCHS" --learning-rate "$SFT_LR" --per-device-batch-size "$SFT_BATCH" \
+    --gradient-accumulation "$SFT_ACCUMULATION" --max-length "$SFT_MAX_LENGTH" --logging-steps 5 --save-steps 1000 \
+    || exit 1
 evaluate sft "$RUN/sft/final" &
 sft=$!
-[ -f "$RUN/grpo/final/config.json" ] || stage grpo python3 -m training.grpo --data "$DATA" --model "$RUN/sft/final" --output-dir "$RUN/grpo" \
-    --max-minutes "$GRPO_MINUTES" --learning-rate "$GRPO_LR" --num-generations 8 \
+[ -f "$RUN/grpo/final/config.json" ] || stage grpo python3 -m training.grpo --data "$DATA" --model "$RUN/sft/final" \
+    --output-dir "$RUN/grpo" --max-minutes "$GRPO_MINUTES" --learning-rate "$GRPO_LR" --num-generations 8 \
     --per-device-batch-size "$GRPO_BATCH" --gradient-accumulation "$GRPO_ACCUMULATION" \
     --max-completion-length "$GRPO_LENGTH" --temperature "$GRPO_TEMPERATURE" \
     --verify-device "$DEVICE" --verify-workers "$VERIFY_WORKERS" --trials 3 --verify-timeout 60 \
