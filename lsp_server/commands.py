@@ -20,6 +20,7 @@ from lsp_server.progress import work_done
 from lsp_server.session import Report, Session
 from lsp_server.settings import Settings
 from model_server import api
+from verifier.report import passes
 
 CONVERT = "tritonize.convert"
 APPLY = "tritonize.applyProposal"
@@ -121,7 +122,7 @@ async def verify(session: Session, args: dict[str, Any]) -> dict[str, Any]:
         report("running the candidate and the task in the sandbox", None)
         result = await client.verify(task, snapshot.source, trials=settings.trials, policy=settings.policy)
     verdict = result.get("verdict")
-    passed = verdict == "correct" and (result.get("reward", 0) > 0 or result.get("policy") == "hybrid")
+    passed = passes(verdict, result.get("reward", 0), result.get("policy", "strict"))
     kind = types.MessageType.Info if passed else types.MessageType.Warning
     session.tell(f"tritonize: {_name(uri)} is {verdict} against {name}: {_describe(result)}", kind)
     return {"status": "verified", "report": result}

@@ -9,6 +9,12 @@ from dataclasses import asdict, dataclass, field
 VERDICTS = ("correct", "incorrect", "rejected", "compile_error", "runtime_error", "timeout", "crashed")
 
 
+def passes(verdict: str, reward: float, policy: str) -> bool:
+    """Whether a report passes: correct, and rewarded under the strict policy (a hybrid one earns no reward). For
+    reports read back as JSON too, such as a model server's answer."""
+    return verdict == "correct" and (reward > 0 or policy == "hybrid")
+
+
 @dataclass
 class Report:
     """Verdict, reward and evidence for one candidate against one task."""
@@ -43,8 +49,8 @@ class Report:
 
     @property
     def passed(self) -> bool:
-        """The CLI's exit-0 condition: correct, and rewarded under the strict policy."""
-        return self.verdict == "correct" and (self.reward > 0 or self.policy == "hybrid")
+        """The CLI's exit-0 condition (`passes`)."""
+        return passes(self.verdict, self.reward, self.policy)
 
     def to_dict(self) -> dict:
         return _finite(asdict(self))

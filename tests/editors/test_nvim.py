@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.model_server import serving
+from tests.test_project import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 NVIM = shutil.which("nvim")
 BUG = """import triton
@@ -38,11 +37,6 @@ def _version() -> tuple[int, int]:
     first = subprocess.run([NVIM, "--version"], capture_output=True, text=True, timeout=30).stdout.split()[1]
     major, minor = first.lstrip("v").split(".")[:2]
     return int(major), int(minor)
-
-
-@pytest.fixture(scope="module")
-def model_server():
-    yield from serving.start_server(["--max-conversions", "1"])
 
 
 @pytest.mark.slow

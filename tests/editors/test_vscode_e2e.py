@@ -28,10 +28,10 @@ import pytest
 
 from tests.editors import vscode_build
 from tests.model_server import serving
+from tests.test_project import ROOT
 from tests.verifier.audit.helpers import HEADER
 from tests.verifier.audit.test_memory import ROW_STRIDE
 
-ROOT = vscode_build.ROOT
 CACHE = Path(os.environ.get("TRITONIZE_E2E_CACHE", vscode_build.EXTENSION / "e2e" / ".cache"))
 CODE_SERVER = CACHE / "code-server" / "node_modules" / ".bin" / "code-server"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -63,11 +63,6 @@ pytestmark = [
     pytest.mark.skipif(not CODE_SERVER.exists(), reason=f"code-server is not set up in {CACHE} ({SETUP})"),
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"chromium is not installed ({SETUP})"),
 ]
-
-
-@pytest.fixture(scope="module")
-def model_server():
-    yield from serving.start_server(["--max-conversions", "1"])
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.test_project import ROOT
+
 EXTENSION = ROOT / "editors" / "vscode"
 NPM = shutil.which("npm")
 NODE = shutil.which("node")
