@@ -106,9 +106,10 @@ def convert(
 
     # while the backend generates, the sandboxes start and the task's baselines are timed (a verification that
     # wants the slot in use waits for it; GPU measurements never overlap other GPU work, see verifier.gpu_lock)
-    threading.Thread(target=_warm, args=(pool, task, options, stop), name="warm-verifier", daemon=True).start()
+    warmed = threading.Event()
+    threading.Thread(target=_warm, args=(pool, task, options, stop, warmed), name="warm-verifier", daemon=True).start()
     try:
-        _rounds(task, backend, pool, options, emit, cancelled, stop, started, outcome)
+        _rounds(task, backend, pool, options, emit, cancelled, stop, started, outcome, warmed)
     finally:
         over.set()
     emit(_done_event(outcome))
@@ -125,6 +126,7 @@ def _rounds(
     stop: Callable[[], bool],
     started: float,
     outcome: Outcome,
+    warmed: threading.Event,
 ) -> None:
     """Generate, verify and feed failures back, round after round, into `outcome`."""
     feedback: list[dict] = []
@@ -135,7 +137,7 @@ def _rounds(
                 outcome.stopped = reason
                 break
             emit(api.round_started(round_number, options.samples))
-            verifier = _RoundVerifier(task, round_number, Path(scratch), pool, options, emit, stop)
+            verifier = _RoundVerifier(task, round_number, Path(scratch), pool, options, emit, stop, warmed)
             failure = None
             try:
                 _generate(backend, task, round_number, feedback, started, options, pool, emit, verifier)
@@ -165,13 +167,18 @@ def _rounds(
             outcome.stopped = _stop_reason(options, outcome, started, cancelled) or "finished"
 
 
-def _warm(pool: VerifierPool, task: Path, options: ConvertOptions, stop: Callable[[], bool]) -> None:
-    """Start the pool's sandboxes, then time the task's baselines (on a GPU); a failure is left to the
-    verifications to report."""
-    with contextlib.suppress(Exception):
-        pool.warm()
-        if not stop():
-            pool.time_baseline(task, cancelled=stop, trials=options.trials, timeout=options.timeout)
+def _warm(
+    pool: VerifierPool, task: Path, options: ConvertOptions, stop: Callable[[], bool], warmed: threading.Event
+) -> None:
+    """Start the pool's sandboxes, then time the task's baselines (on a GPU), then set `warmed`; a failure is
+    left to the verifications to report."""
+    try:
+        with contextlib.suppress(Exception):
+            pool.warm()
+            if not stop():
+                pool.time_baseline(task, cancelled=stop, trials=options.trials, timeout=options.timeout)
+    finally:
+        warmed.set()
 
 
 def _generated_note(
@@ -252,8 +259,9 @@ class _RoundVerifier:
         options: ConvertOptions,
         emit: Emit,
         cancelled: Callable[[], bool],
+        warmed: threading.Event,
     ):
-        self.task, self.round, self.scratch, self.pool = task, round_number, scratch, pool
+        self.task, self.round, self.scratch, self.pool, self.warmed = task, round_number, scratch, pool, warmed
         self.options, self.emit, self.cancelled = options, emit, cancelled
         self.submitted: list[Generated] = []
         self.paths: list[Path] = []
@@ -326,11 +334,12 @@ class _RoundVerifier:
 
     @contextlib.contextmanager
     def _turn(self) -> Iterator[None]:
-        """Wait until one more of the task's verifications fits beside those running (known once the pool has the
-        task's baseline: two that do not fit would both be lost, one to a retry)."""
+        """Wait until one more of the task's verifications fits beside those running, which is known once the
+        pool has the task's baseline: two that do not fit would both be lost, one to a retry. (Timing the baseline
+        takes the GPU alone, so a second verification waiting for it loses no time.)"""
         with self.turns:
-            while self.running and self.running >= (self.pool.fitting(self.task) or self.pool.size):
-                self.turns.wait()
+            while self.running and (not self.warmed.is_set() or self.running >= self._fitting()):
+                self.turns.wait(timeout=None if self.warmed.is_set() else 0.1)
             self.running += 1
         try:
             yield
@@ -338,6 +347,9 @@ class _RoundVerifier:
             with self.turns:
                 self.running -= 1
                 self.turns.notify_all()
+
+    def _fitting(self) -> int:
+        return self.pool.fitting(self.task) or self.pool.size
 
     def _record(self, index: int, report: Report) -> Attempt:
         report.message = report.message.replace(f"{self.scratch}/", "")

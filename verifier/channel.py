@@ -50,6 +50,7 @@ class Channel:
         self.map = mmap.mmap(fd, size)
         self.bytes = torch.frombuffer(self.map, dtype=torch.uint8)
         self._pinned = False
+        self._copy_stream: torch.cuda.Stream | None = None
 
     @classmethod
     def create(cls, slot_bytes: int) -> Channel:
@@ -138,19 +139,61 @@ class Channel:
             self._release()
 
     def receive_bytes(self, total: int, device: torch.device, deadline: float) -> Iterator[torch.Tensor]:
-        """`total` bytes, as uint8 chunks copied onto `device` (each chunk is the reader's own copy)."""
+        """`total` bytes, as uint8 chunks copied onto `device` (each chunk is the reader's own copy). On a GPU
+        with the ring pinned, the next chunk's copy runs on a side stream while the caller works on this one."""
+        if device.type == "cuda" and self._pinned:
+            yield from self._receive_overlapped(total, device, deadline)
+            return
         received = 0
         while received < total:
-            slot, kind, size = self._next(deadline)
+            offset, size = self._next_data(total - received, deadline)
             try:
-                if kind != DATA_FRAME or size > total - received:
-                    raise ChannelClosed(f"expected {total - received} more tensor bytes, got a frame of {size}")
-                offset = self._payload(slot)
                 chunk = self.bytes[offset : offset + size].to(device, copy=True)
             finally:
                 self._release()
             received += size
             yield chunk
+
+    def _receive_overlapped(self, total: int, device: torch.device, deadline: float) -> Iterator[torch.Tensor]:
+        if self._copy_stream is None:
+            self._copy_stream = torch.cuda.Stream(device)
+        consumer = torch.cuda.current_stream(device)
+        received, ready = 0, None
+        while received < total or ready is not None:
+            copying = None
+            if received < total:
+                offset, size = self._next_data(total - received, deadline)
+                try:
+                    with torch.cuda.stream(self._copy_stream):
+                        chunk = torch.empty(size, dtype=torch.uint8, device=device)
+                        chunk.copy_(self.bytes[offset : offset + size], non_blocking=True)
+                        copied = torch.cuda.Event()
+                        copied.record(self._copy_stream)
+                except BaseException:
+                    self._release()
+                    raise
+                copying = (chunk, copied)
+                received += size
+            if ready is not None:
+                yield ready
+            ready = None
+            if copying is not None:
+                chunk, copied = copying
+                try:
+                    copied.synchronize()  # the slot's bytes are on the device: the writer may reuse it
+                finally:
+                    self._release()
+                consumer.wait_event(copied)
+                chunk.record_stream(consumer)
+                ready = chunk
+
+    def _next_data(self, remaining: int, deadline: float) -> tuple[int, int]:
+        """The next frame's payload offset and size, which must be tensor bytes, at most `remaining` of them."""
+        slot, kind, size = self._next(deadline)
+        if kind != DATA_FRAME or size > remaining:
+            self._release()
+            raise ChannelClosed(f"expected {remaining} more tensor bytes, got a frame of {size}")
+        return self._payload(slot), size
 
     # ------------------------------------------------------------ the ring
 

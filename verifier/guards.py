@@ -23,6 +23,7 @@ ALLOCATORS = ("empty", "empty_like", "empty_strided", "zeros", "zeros_like", "on
 TENSOR_ALLOCATORS = ("new_empty", "new_zeros", "new_ones", "new_full")
 UNINITIALISED = {"empty", "empty_like", "empty_strided", "new_empty"}
 _EMPTY = torch.empty
+_EMPTY_STRIDED = torch.empty_strided
 
 
 @dataclass
@@ -57,7 +58,7 @@ class Guards:
         """A guarded copy of a tensor argument (other values pass through)."""
         if type(value) is not torch.Tensor:
             return value
-        guarded = self._allocate(value, f"input #{position} ({_describe(value)})", INPUT_CANARY)
+        guarded = self._allocate(value, value.device, f"input #{position} ({_describe(value)})", INPUT_CANARY)
         guarded.copy_(value)
         return guarded
 
@@ -88,19 +89,25 @@ class Guards:
             if type(plain) is not torch.Tensor or plain.is_sparse or "out" in kwargs:
                 return plain
             number = sum(1 for b in self.buffers if b.canary == ALLOCATION_CANARY) + 1
-            tensor = self._allocate(plain, f"buffer #{number} ({_describe(plain)}, from {how})", ALLOCATION_CANARY)
-            if not uninitialised:
+            name = f"buffer #{number} ({_describe(plain)}, from {how})"
+            wants_grad, device = plain.requires_grad, plain.device
+            if uninitialised:  # nothing to copy: a GB-sized buffer is given back before its guarded twin is taken
+                layout = _EMPTY_STRIDED(plain.shape, plain.stride(), dtype=plain.dtype, device="meta")
+                del plain
+                tensor = self._allocate(layout, device, name, ALLOCATION_CANARY)
+            else:
+                tensor = self._allocate(plain, device, name, ALLOCATION_CANARY)
                 tensor.copy_(plain)
-            return tensor.requires_grad_(True) if plain.requires_grad else tensor
+            return tensor.requires_grad_(True) if wants_grad else tensor
 
         return guarded
 
-    def _allocate(self, like: torch.Tensor, name: str, canary: int) -> torch.Tensor:
-        """A tensor with `like`'s size, strides, dtype and device, in the middle of a guarded allocation."""
+    def _allocate(self, like: torch.Tensor, device: torch.device, name: str, canary: int) -> torch.Tensor:
+        """A tensor on `device` with `like`'s size, strides and dtype, in the middle of a guarded allocation."""
         elements = _storage_elements(like)
         size = like.element_size()
         guard = GUARD_BYTES // size
-        whole = _EMPTY(elements + 2 * guard, dtype=like.dtype, device=like.device)
+        whole = _EMPTY(elements + 2 * guard, dtype=like.dtype, device=device)
         raw = whole.view(torch.uint8)
         raw[: guard * size] = canary
         raw[(guard + elements) * size :] = canary

@@ -193,7 +193,8 @@ def _receive_call(
         )
     limit = 4 * sum(_nbytes(x) for x in ref_leaves) + 2**30
     keep = _exact_possible(ref_leaves) and not result.problems
-    fingerprint, missed = 0, []
+    parts: list[torch.Tensor] = []
+    missed = []
     for index, cand in enumerate(cand_leaves):
         ref = ref_leaves[index] if index < len(ref_leaves) else None
         name = label if len(ref_leaves) == 1 else f"{label}, output {index}"
@@ -217,7 +218,7 @@ def _receive_call(
         kept = _room_for(ref) if usable and keep and check.floating else None
         offset = 0
         for chunk in channel.receive_bytes(size, device, deadline):
-            fingerprint = (fingerprint * 1000003 + _fingerprint(chunk)) % 2**61
+            parts.append(_fingerprint(chunk))
             if usable:
                 values, start = chunk.view(ref.dtype), offset // element
                 check.add(start, values)
@@ -236,7 +237,7 @@ def _receive_call(
         for leaf in missed:
             result.merge(leaf.comparison)
         missed = []
-    return result, fingerprint, missed
+    return result, _fold(parts), missed
 
 
 @dataclass
@@ -674,12 +675,12 @@ def _announced_bytes(leaf: dict) -> int | None:
     return math.prod(shape) * dtype.itemsize
 
 
-def _fingerprint(chunk: torch.Tensor) -> int:
-    """A position-sensitive checksum of a uint8 chunk (tells a repeated output from a fresh one)."""
+def _fingerprint(chunk: torch.Tensor) -> torch.Tensor:
+    """A position-sensitive checksum of a uint8 chunk (tells a repeated output from a fresh one), as two int64
+    values left on the chunk's device: a GB-sized output's chunks are folded with one sync (`_fold`)."""
     values = chunk.view(torch.int32) if chunk.numel() % 4 == 0 else chunk
     values = values.to(torch.int64)
-    plain, weighted = torch.stack([values.sum(), (values * _weights(values.numel(), values.device)).sum()]).tolist()
-    return (plain * 1000003 + weighted) % 2**61
+    return torch.stack([values.sum(), (values * _weights(values.numel(), values.device)).sum()])
 
 
 @functools.lru_cache(maxsize=4)
@@ -688,14 +689,21 @@ def _weights(count: int, device: torch.device) -> torch.Tensor:
     return torch.arange(count, device=device) % FINGERPRINT_MODULUS + 1
 
 
-def _fingerprint_leaves(leaves: list, chunk_bytes: int) -> int:
+def _fold(parts: list[torch.Tensor]) -> int:
+    """One fingerprint of a sequence of chunk checksums."""
     fingerprint = 0
+    for plain, weighted in torch.stack(parts).tolist() if parts else []:
+        fingerprint = (fingerprint * 1000003 + (plain * 1000003 + weighted) % 2**61) % 2**61
+    return fingerprint
+
+
+def _fingerprint_leaves(leaves: list, chunk_bytes: int) -> int:
+    parts = []
     for leaf in leaves:
         if type(leaf) is torch.Tensor:
             flat = leaf.detach().contiguous().reshape(-1).view(torch.uint8)
-            for start in range(0, flat.numel(), chunk_bytes):
-                fingerprint = (fingerprint * 1000003 + _fingerprint(flat[start : start + chunk_bytes])) % 2**61
-    return fingerprint
+            parts += [_fingerprint(flat[start : start + chunk_bytes]) for start in range(0, flat.numel(), chunk_bytes)]
+    return _fold(parts)
 
 
 def _stage(stage: str, source: str, fn: Callable):

@@ -27,8 +27,8 @@ from verifier.verification import Shared, Slot, Verification
 from verifier.zygote_handle import start_all
 
 # GPU memory of one verification (its candidate's and its reference's sandboxes), in multiples of the task's eager
-# peak (H100, 2026-11-26, nvidia-smi: pointwise_conv2d's eager run peaks at 12.3 GiB; each of its verifications
-# held 63-71 GB, the candidate's sandbox 42-50 GB of it).
+# peak (H100, 2026-11-26, nvidia-smi every 0.5 s: pointwise_conv2d's eager run peaks at 12.3 GiB; its reference's
+# sandbox held 12.8-13.9 GB, its template candidates' 33.4 GB and, for a moment, 49.8 GB).
 VERIFICATION_FOOTPRINT = 5
 USABLE_SHARE = 0.9  # of the GPU's memory: the CUDA contexts and the allocators' slack take the rest
 

@@ -47,7 +47,7 @@ from verifier.zygote_handle import JobOutcome, ZygoteHandle, start_all
 OUTPUT_LIMIT = 4000
 CANDIDATE_MODULE = "candidate"
 TASK_INPUTS_FILE = "task_inputs.py"
-CHANNEL_SLOT_BYTES = {"cuda": 32 * 2**20, "cpu": 2**20}
+CHANNEL_SLOT_BYTES = {"cuda": 128 * 2**20, "cpu": 2**20}  # on a GPU: fewer, larger chunks (one sync each)
 SANITIZE_SLOWDOWN = 20  # memcheck runs kernels 10-100x slower: its run gets this many timeouts
 SANITIZE_MIN_SECONDS = 300.0
 SANITIZER_LOG_LIMIT = 2**20  # memcheck prints at most 20 errors, each with its host backtrace, then a summary

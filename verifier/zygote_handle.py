@@ -190,6 +190,9 @@ class ZygoteHandle:
             env["CUDA_VISIBLE_DEVICES"] = ""
         elif self.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpu
+        # Guarded buffers are a little larger than the plain ones they replace: in fixed-size segments the two
+        # sizes fragment a GB-sized task's memory until two verifications no longer fit side by side.
+        env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
         for path in self.writable:
             env["TORCHINDUCTOR_CACHE_DIR"] = path
         return env

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import shutil
 import subprocess
 import sys
@@ -382,3 +383,33 @@ def test_verifications_that_do_not_fit_beside_each_other_run_one_at_a_time():
     assert sorted(a.report.verdict for a in outcome.attempts) == ["correct", "correct", "incorrect"]
     assert len(spans) == 3
     assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans)), spans
+
+
+class _SlowBaselinePool(_OneAtATimePool):
+    """A real CPU pool whose baseline timing takes a while (as a torch.compile baseline does on a GPU) and which
+    knows nothing of the task's memory (`fitting` is None, as on a GPU before the baseline)."""
+
+    def fitting(self, task):
+        return None
+
+    baseline_done = math.inf
+
+    def time_baseline(self, task, cancelled=None, **options):
+        time.sleep(1.0)
+        self.baseline_done = time.monotonic()
+
+
+def test_a_second_verification_waits_for_the_baseline_that_says_whether_two_fit():
+    correct = (CANDIDATES / "relu_ok.py").read_text()
+    with _SlowBaselinePool() as pool:
+        outcome = convert(
+            TASKS / "relu.py",
+            ScriptedBackend([[correct, correct.replace("256", "128")]]),
+            pool,
+            ConvertOptions(samples=2, rounds=1, trials=2),
+            lambda event: None,
+        )
+        (_, first_end), (second_start, _) = sorted(pool.spans)
+        baseline_done = pool.baseline_done
+    assert [a.report.verdict for a in outcome.attempts] == ["correct", "correct"]
+    assert second_start >= min(first_end, baseline_done)  # not beside the first until the baseline says it fits
