@@ -7,6 +7,7 @@ under cancellable progress; cancelling closes the model server request, which st
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,8 @@ async def convert(session: Session, args: dict[str, Any]) -> dict[str, Any]:
         work_done(session, f"Converting {target.name} to Triton") as report,
         await session.model_client(settings, report) as client,
     ):
-        done, failures = await _stream(client.convert(_convert_body(task, target, settings)), report, settings)
+        body = _convert_body(task, _module_name(uri), settings)
+        done, failures = await _stream(client.convert(body), report, settings)
     if done is None or done["best"] is None:
         reason = failures[-1] if failures else (done or {}).get("stopped", "the stream ended early")
         session.tell(f"tritonize: no correct Triton kernel for {target.name} ({reason})", types.MessageType.Warning)
@@ -128,10 +130,10 @@ async def verify(session: Session, args: dict[str, Any]) -> dict[str, Any]:
     return {"status": "verified", "report": result}
 
 
-def _convert_body(task: str, target: task_source.Target, settings: Settings) -> dict[str, Any]:
+def _convert_body(task: str, module: str, settings: Settings) -> dict[str, Any]:
     return {
         "task": task,
-        "task_name": _identifier(target.name),
+        "task_name": module,
         "backend": settings.backend,
         "model": settings.model,
         "samples": settings.samples,
@@ -209,5 +211,8 @@ def _name(uri: str) -> str:
     return Path(to_fs_path(uri) or uri).name
 
 
-def _identifier(name: str) -> str:
+def _module_name(uri: str) -> str:
+    """The document's module name as the model server takes it (an ASCII identifier): what the converted kernel's
+    docstring names, as `tritonize convert` names the task's file."""
+    name = re.sub(r"\W", "_", Path(_name(uri)).stem, flags=re.ASCII)
     return (name if name[:1].isalpha() or name[:1] == "_" else f"task_{name}")[:64]

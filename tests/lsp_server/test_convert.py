@@ -126,6 +126,7 @@ async def test_convert_a_module_writes_a_verified_kernel_file_and_shows_it(clien
         text = written.read_text()
     assert [d.uri for d in client.shown_documents] == [written.as_uri()]
     assert "class ModelNew" in text and "@triton.jit" in text
+    assert '"""Triton kernels for `layernorm_gelu.py`: ' in text  # the file, as `tritonize convert` names it
     assert "# tritonize-task: layernorm_gelu.py::Model" in text
     assert "verified correct on cpu" in text
     reports = [r for updates in client.progress_reports.values() for r in updates]
