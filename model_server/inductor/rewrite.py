@@ -93,7 +93,7 @@ def rewrite(captured: dict, task_source: str, task_name: str = "task", variant: 
         raise RewriteError("the task defines no `class Model`")
     guards = _input_guards(wrapper, captured)
     parts = [
-        *_module_constants(task),
+        _module_constants(task),
         *([UNEXPECTED_INPUT] if guards else []),
         *helpers,
         *kernel_sources,
@@ -830,13 +830,13 @@ def _bound_name(import_line: str) -> str:
     return alias.asname or alias.name.split(".")[0]
 
 
-def _module_constants(task: ast.Module) -> list[str]:
-    """Module-level constants of the task that `Model.__init__` may read."""
-    return [
+def _module_constants(task: ast.Module) -> str:
+    """Module-level constants of the task that `Model.__init__` may read, one block of lines as in the task."""
+    return "\n".join(
         ast.unparse(n)
         for n in task.body
         if isinstance(n, ast.Assign | ast.AnnAssign) and isinstance(getattr(n, "value", None), ast.Constant)
-    ]
+    )
 
 
 def _model_class(model: ast.ClassDef, forward_body: list[str], hybrid: bool) -> str:
