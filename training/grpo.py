@@ -7,7 +7,9 @@ every reply's module in the verifier's sandbox (strict policy, `--verify-workers
 or the CPU's Triton interpreter) and rewards it through `training/rewards.py`: `--reward-correct` for a verified
 kernel, `--reward-speedup` times its clipped log2 speedup over eager (GPU only; off by default, as timing each
 verified reply alone on the GPU costs about half the reward throughput), `--reward-format` times the share of format
-checks it passes. Generation uses transformers' `generate`, or trl's vLLM integration with `--vllm`.
+checks it passes. Generation uses transformers' `generate` on the training weights; with `--fast-generation`,
+a bf16 copy of the policy that decodes with a static KV cache, compiled on a GPU (`training/rollout.py`); or
+trl's vLLM integration with `--vllm`.
 Written to the run directory:
 
 - `config.yaml`: the resolved arguments;
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from training import config, models
+from training.rollout import FastGeneration
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -72,6 +75,10 @@ class GRPOArgs(models.RunArgs):
     verify_workers: int = field(default=2, metadata={"help": "replies verified at once (per process)"})
     trials: int = field(default=3, metadata={"help": "verification trials per reply"})
     verify_timeout: float = field(default=60.0, metadata={"help": "seconds per verification run of a reply"})
+    fast_generation: bool = field(
+        default=False,
+        metadata={"help": "generate from a bf16 copy of the policy with a static KV cache, compiled on a GPU"},
+    )
     vllm: bool = field(default=False, metadata={"help": "generate with trl's vLLM integration (vLLM installed)"})
     vllm_mode: str = field(
         default="colocate", metadata={"help": "colocate (in the trainer) or server (trl vllm-serve)"}
@@ -102,6 +109,8 @@ class GRPOArgs(models.RunArgs):
             raise ValueError("--beta and the --reward-* weights must be >= 0")
         if self.verify_device not in ("auto", "cuda", "cpu"):
             raise ValueError(f"--verify-device must be auto, cuda or cpu, got {self.verify_device!r}")
+        if self.fast_generation and (self.vllm or self.lora):
+            raise ValueError("--fast-generation copies a full fine-tune's policy: not with --vllm or --lora")
         if self.vllm_mode not in ("colocate", "server"):
             raise ValueError(f"--vllm-mode must be colocate or server, got {self.vllm_mode!r}")
 
@@ -195,6 +204,7 @@ def build_trainer(args: GRPOArgs, model, tokenizer, prompts_rows: Dataset, rewar
     )
     out = Path(args.output_dir)
     times = step_times(out / STEPS_LOG, rewards)
+    rollout = times.timed(FastGeneration()) if args.fast_generation else None
     trainer = GRPOTrainer(
         model=model,
         args=grpo_config,
@@ -203,6 +213,7 @@ def build_trainer(args: GRPOArgs, model, tokenizer, prompts_rows: Dataset, rewar
         processing_class=tokenizer,
         peft_config=models.lora_config(args) if args.lora else None,
         callbacks=[models.run_log(out / models.LOG, _log), models.time_limit(args.max_minutes, _log), times],
+        rollout_func=rollout,
     )
     times.watch_generation(trainer.model)
     return trainer
@@ -219,7 +230,10 @@ def step_times(path: Path, rewards) -> TrainerCallback:
             self.generating = 0.0
 
         def watch_generation(self, model) -> None:
-            generate = model.generate
+            model.generate = self.timed(model.generate)
+
+        def timed(self, generate):
+            """`generate`, its seconds added to the step's generation time."""
 
             def timed(*args, **kwargs):
                 started = time.monotonic()
@@ -228,7 +242,7 @@ def step_times(path: Path, rewards) -> TrainerCallback:
                 finally:
                     self.generating += time.monotonic() - started
 
-            model.generate = timed
+            return timed
 
         def on_step_begin(self, args, state, control, **kwargs):
             self.started, self.generating = time.monotonic(), 0.0

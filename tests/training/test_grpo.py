@@ -89,3 +89,20 @@ def test_every_grpo_config_is_read_by_the_command(path, data_dir, tmp_path):
         grpo.GRPOArgs, ["--config", str(path), "--data", str(data_dir), "--output-dir", str(tmp_path)], ""
     )
     assert args.model and yaml.safe_load(path.read_text())["output_dir"].startswith("runs/")
+
+
+def test_fast_generation_samples_the_replies_from_the_policy_copy(model_dir, data_dir, tmp_path, monkeypatch):
+    """`--fast-generation`: trl's own generation is never called (it fails here); each step's replies come from the
+    static-cache copy, are rewarded, and their time is measured."""
+    from trl import GRPOTrainer
+
+    def trl_generation(*args, **kwargs):
+        raise AssertionError("trl's own generation was called")
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", trl_generation)
+    run = tmp_path / "run"
+    argv = ["--model", str(model_dir), "--data", str(data_dir), "--output-dir", str(run), *FAST]
+    assert grpo.main([*argv, "--max-steps", "2", "--fast-generation"]) == 0
+    steps = lines(run / grpo.STEPS_LOG)
+    assert [step["step"] for step in steps] == [1, 2] and all(step["generation_s"] > 0 for step in steps)
+    assert len(lines(run / grpo.REWARDS_LOG)) == 4

@@ -1,0 +1,32 @@
+"""The generation copy of `training/rollout.py` on a CPU, with a tiny Llama built from scratch."""
+
+from __future__ import annotations
+
+import torch
+from transformers import AutoModelForCausalLM
+
+from training.rollout import FastGeneration, _through_first
+
+
+def test_the_copy_follows_the_policy_in_place(model_dir):
+    policy = AutoModelForCausalLM.from_pretrained(model_dir)
+    policy.gradient_checkpointing_enable()
+    rollout = FastGeneration()
+    first = rollout._synced(policy)
+    assert first is not policy and first.config.use_cache
+    assert not any(getattr(m, "gradient_checkpointing", False) for m in first.modules())
+    addresses = [p.data_ptr() for p in first.parameters()]
+    with torch.no_grad():
+        for weight in policy.parameters():
+            weight.add_(0.5)  # an optimizer step
+    again = rollout._synced(policy)
+    assert again is first and [p.data_ptr() for p in again.parameters()] == addresses  # captured graphs stay valid
+    for (name, mine), (_, theirs) in zip(again.named_parameters(), policy.named_parameters(), strict=True):
+        assert torch.equal(mine, theirs), name
+        assert not mine.requires_grad
+
+
+def test_a_reply_ends_at_its_first_end_of_sequence_token():
+    assert _through_first([5, 7, 2, 9, 2], {2}) == [5, 7, 2]
+    assert _through_first([5, 7, 9], {2, 3}) == [5, 7, 9]
+    assert _through_first([3], {2, 3}) == [3]
