@@ -117,6 +117,12 @@ def _add_shared_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="vllm: GPUs the model is split over (default: 1)",
     )
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="transformers: decode with a static KV cache, compiled on a GPU (the first request of each prompt "
+        "length waits for the compile)",
+    )
     add_device_option(parser)
     parser.add_argument(
         "--workers", type=positive_int, default=2, metavar="N", help="verifications at once (default: 2)"
@@ -134,6 +140,7 @@ def _backend_config(args: argparse.Namespace):
         base_url=args.base_url,
         api_key=os.environ.get("OPENAI_API_KEY"),
         tensor_parallel_size=args.tensor_parallel,
+        compile=args.compile,
     )
 
 

@@ -104,6 +104,9 @@ class EvalArgs:
         default=32,
         metadata={"help": "transformers: sequences sampled in one generate call (the samples of several tasks)"},
     )
+    compile: bool = field(
+        default=False, metadata={"help": "transformers: decode with a static KV cache, compiled on a GPU"}
+    )
 
     def __post_init__(self) -> None:
         if not self.output_dir:
@@ -276,6 +279,7 @@ def run(tasks: list[Task], args: EvalArgs, out: Path) -> tuple[list[dict], str, 
         api_key=os.environ.get("OPENAI_API_KEY"),
         tensor_parallel_size=args.tensor_parallel,
         batch=args.batch,
+        compile=args.compile,
     )
     try:
         pool = VerifierPool(size=args.workers, device=args.device)

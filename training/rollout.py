@@ -2,10 +2,8 @@
 
 trl's own path runs `generate` on the training weights (fp32 in a full fine-tune) with compile disabled: one eager
 forward per token, launch-bound (38-98 ms a token for a 30-layer 135M model on an H200, docs/TRAINING.md). Here
-the replies come from a copy of the policy in bf16 whose decoding step transformers compiles once (CUDA graphs) for
-a static cache of a fixed size: prompts are left-padded to a multiple of `BUCKET` tokens, so a run compiles once
-per bucket, not once per batch. The copy's weights are refreshed from the policy before every generation, in place,
-so the captured graphs stay valid. On a CPU the same path runs uncompiled.
+the replies come from a copy of the policy in bf16 sampled through `model_server.backends.static_generation`. The
+copy's weights are refreshed from the policy before every generation, in place, so the captured graphs stay valid.
 """
 
 from __future__ import annotations
@@ -13,15 +11,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-BUCKET = 256
+from model_server.backends import static_generation
 
 
 class FastGeneration:
     """A trl `rollout_func`: the completions of `prompts` (one per prompt, as the trainer's batch repeats each
     prompt `num_generations` times), sampled as the trainer's generation config says."""
 
-    def __init__(self, bucket: int = BUCKET):
-        self.bucket = bucket
+    def __init__(self):
         self.copy = None
 
     def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
@@ -33,27 +30,10 @@ class FastGeneration:
         return {"prompt_ids": [list(ids) for ids in prompt_ids], "completion_ids": completion_ids, "logprobs": None}
 
     def sample(self, policy: Any, prompt_ids: list[list[int]], config: Any, pad: int, eos: set) -> list[list[int]]:
-        """One completion per prompt from the copy, synced with `policy` first, sampled as `config` says (its
-        cache and compile settings aside), each cut after its first token of `eos`."""
-        import torch
-
-        model = self._synced(policy)
-        config = copy.deepcopy(config)
-        config.cache_implementation = "static"
-        config.disable_compile = model.device.type != "cuda"
-        width = -(-max(len(ids) for ids in prompt_ids) // self.bucket) * self.bucket
-        input_ids = torch.full((len(prompt_ids), width), pad, dtype=torch.long)
-        attention_mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
-        for row, ids in enumerate(prompt_ids):
-            input_ids[row, width - len(ids) :] = torch.tensor(ids)
-            attention_mask[row, width - len(ids) :] = 1
-        with torch.no_grad():
-            output = model.generate(
-                input_ids=input_ids.to(model.device),
-                attention_mask=attention_mask.to(model.device),
-                generation_config=config,
-            )
-        return [_through_first(row, eos) for row in output[:, width:].tolist()]
+        """One completion per prompt from the copy, synced with `policy` first, sampled as the generation config
+        `config` says (static cache, compiled on a GPU), each cut after its first token of `eos`."""
+        tokens = static_generation.generate(self._synced(policy), prompt_ids, config, pad)
+        return [_through_first(row, eos) for row in tokens]
 
     def _synced(self, policy: Any) -> Any:
         """The generation copy with the policy's current weights (made on first use: bf16 on a GPU)."""

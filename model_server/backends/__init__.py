@@ -21,6 +21,7 @@ class BackendConfig:
     api_key: str | None = field(default=None, repr=False)
     tensor_parallel_size: int = 1
     batch: int = 32  # transformers: the most sequences one generate call samples for concurrent requests
+    compile: bool = False  # transformers: a static KV cache, its decoding step compiled on a GPU
 
 
 def create_backend(config: BackendConfig) -> Backend:
@@ -34,7 +35,9 @@ def create_backend(config: BackendConfig) -> Backend:
     if config.name == "transformers":
         from model_server.backends.transformers_backend import TransformersBackend
 
-        return TransformersBackend(config.model, config.profile, device=config.device, batch=config.batch)
+        return TransformersBackend(
+            config.model, config.profile, device=config.device, batch=config.batch, compile=config.compile
+        )
     if config.name == "openai":
         from model_server.backends.openai_backend import OpenAIBackend
 

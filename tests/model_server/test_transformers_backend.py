@@ -3,11 +3,13 @@ gets its own replies: the same as it would have got alone. A tiny random Llama b
 
 from __future__ import annotations
 
+import argparse
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from model_server import cli
 from model_server.backends.transformers_backend import TransformersBackend
 from tests.model_server.tiny_model import build_tiny_llama
 
@@ -75,3 +77,31 @@ def test_a_failed_generate_call_fails_every_request_it_held_and_the_next_call_wo
             future.result()
     monkeypatch.undo()
     assert len(backend.complete(SHORT, 2, 4)) == 2
+
+
+def test_compile_decodes_with_a_static_cache_in_full_batches_and_answers_the_same(backend, monkeypatch):
+    """`compile` (on a CPU: the static cache without the compile): the batch is filled up to `batch` rows and the
+    prompts padded to a width bucket, so a GPU compiles once; greedy replies are those of the eager path."""
+    eager = [backend.complete(SHORT, 1, 12), backend.complete(LONG, 1, 12)]
+    static = TransformersBackend(backend.model_id, "chat", device="cpu", temperature=0.0, batch=4, compile=True)
+    shapes, caches = [], []
+    generate = static.model.generate
+
+    def recorded(**kwargs):
+        shapes.append(tuple(kwargs["input_ids"].shape))
+        caches.append(kwargs["generation_config"].cache_implementation)
+        return generate(**kwargs)
+
+    monkeypatch.setattr(static.model, "generate", recorded)
+    assert [static.complete(SHORT, 1, 12), static.complete(LONG, 1, 12)] == eager
+    assert shapes == [(4, 256), (4, 256)] and caches == ["static", "static"]
+
+
+@pytest.mark.parametrize("command", ["convert", "serve"])
+def test_the_compile_flag_reaches_the_backend(command):
+    parser = argparse.ArgumentParser()
+    cli.add_parser(parser.add_subparsers())
+    task = [] if command == "serve" else ["task.py"]
+    plain = parser.parse_args([command, *task, "--backend", "transformers", "--model", "m"])
+    compiled = parser.parse_args([command, *task, "--backend", "transformers", "--model", "m", "--compile"])
+    assert cli._backend_config(plain).compile is False and cli._backend_config(compiled).compile is True
