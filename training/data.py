@@ -63,6 +63,13 @@ class DataArgs:
     dtypes: list[str] = field(
         default_factory=lambda: ["float32"], metadata={"help": "synthetic dtypes: float32, float16, bfloat16"}
     )
+    families: list[str] = field(
+        default_factory=lambda: list(synth.FAMILIES),
+        metadata={"help": f"synthetic op families: {', '.join(synth.FAMILIES)}"},
+    )
+    max_ops: int = field(
+        default=synth.MAX_OPS, metadata={"help": "most ops in a synthetic task (fewer: shorter kernels)"}
+    )
     profiles: list[str] = field(
         default_factory=lambda: ["autotriton"], metadata={"help": "prompt profiles: autotriton, kernelllm, chat"}
     )
@@ -99,6 +106,10 @@ class DataArgs:
             raise ValueError("--synthetic must be >= 0; --workers, --trials and --ngram at least 1")
         if self.sizes not in synth.SIZES:
             raise ValueError(f"--sizes must be one of {', '.join(synth.SIZES)}")
+        try:
+            synth.check(self.sizes, tuple(self.dtypes), tuple(self.families), self.max_ops)
+        except ValueError as exc:
+            raise ValueError(f"synthetic tasks (--dtypes, --families, --max-ops): {exc}") from exc
         for flag, directories in (("--tasks", self.tasks), ("--decontaminate", self.decontaminate)):
             missing = [d for d in directories if not Path(d).is_dir()]
             if missing:
@@ -161,7 +172,7 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
             counts["from_directories"] += 1
             found.append((path.stem, source, str(path), families_of(source)))
     for number in range(args.synthetic):
-        made = synth.generate(args.seed + number, args.sizes, tuple(args.dtypes))
+        made = synth.generate(args.seed + number, args.sizes, tuple(args.dtypes), tuple(args.families), args.max_ops)
         counts["synthetic"] += 1
         if degenerate(made.source):
             counts["degenerate"] += 1

@@ -20,6 +20,9 @@ SIZES = {
 }
 DTYPES = ("float32", "float16", "bfloat16")
 FAMILIES = ("gemm", "elementwise", "activation", "norm", "softmax", "reduction")
+CHAINED = FAMILIES[1:]  # the families of the ops after the input (or the GEMM)
+CHAIN_WEIGHTS = {"elementwise": 4, "activation": 4, "norm": 2, "softmax": 1, "reduction": 1}
+MAX_OPS = 5
 
 ACTIVATIONS = {
     "relu": "torch.relu(x)",
@@ -75,21 +78,25 @@ class SynthTask:
     description: str
 
 
-def generate(seed: int, sizes: str = "small", dtypes: tuple[str, ...] = ("float32",)) -> SynthTask:
-    """The synthetic task of `seed`: 1 to 5 ops, shapes from `sizes` (`small` or `large`), a dtype from
-    `dtypes`."""
-    if sizes not in SIZES:
-        raise ValueError(f"unknown sizes `{sizes}`; available: {', '.join(SIZES)}")
-    unknown = [dtype for dtype in dtypes if dtype not in DTYPES]
-    if unknown or not dtypes:
-        raise ValueError(f"unknown dtypes {unknown or dtypes}; available: {', '.join(DTYPES)}")
+def generate(
+    seed: int,
+    sizes: str = "small",
+    dtypes: tuple[str, ...] = ("float32",),
+    families: tuple[str, ...] = FAMILIES,
+    max_ops: int = MAX_OPS,
+) -> SynthTask:
+    """The synthetic task of `seed`: 1 to `max_ops` ops of the op `families` (a GEMM counts as one), shapes from
+    `sizes` (`small` or `large`), a dtype from `dtypes`. Narrower families and fewer ops make shorter kernels (an
+    easier curriculum); the defaults draw what they always drew for a seed."""
+    check(sizes, dtypes, families, max_ops)
     rng = random.Random(seed)
     rows = rng.choice(SIZES[sizes]["rows"])
     features = rng.choice(SIZES[sizes]["features"])
     dtype = rng.choice(dtypes)
-    gemm = rng.random() < 0.35
+    gemm = rng.random() < 0.35 and "gemm" in families and max_ops > 1
     out_features = rng.choice(SIZES[sizes]["features"]) if gemm else features
-    steps = _chain(rng, 1 if gemm else 2)
+    chained = tuple(family for family in CHAINED if family in families)
+    steps = _chain(rng, 1 if gemm else min(2, max_ops), max_ops - gemm, chained)
     uses_y = any(name in ("add_input", "multiply_input") for _, name, _ in steps)
     families = tuple(dict.fromkeys((["gemm"] if gemm else []) + [family for family, _, _ in steps]))
     names = (["linear"] if gemm else []) + [name for _, name, _ in steps]
@@ -98,11 +105,30 @@ def generate(seed: int, sizes: str = "small", dtypes: tuple[str, ...] = ("float3
     return SynthTask(seed, f"synth_{seed}_{'_'.join(names)}", source, families, description)
 
 
-def _chain(rng: random.Random, least: int) -> list[tuple[str, str, str]]:
-    """(family, op name, expression) for each step; a reduction, if any, comes last."""
+def check(sizes: str, dtypes: tuple[str, ...], families: tuple[str, ...] = FAMILIES, max_ops: int = MAX_OPS) -> None:
+    """A ValueError naming what `generate` cannot make of these settings."""
+    if sizes not in SIZES:
+        raise ValueError(f"unknown sizes `{sizes}`; available: {', '.join(SIZES)}")
+    unknown = [dtype for dtype in dtypes if dtype not in DTYPES]
+    if unknown or not dtypes:
+        raise ValueError(f"unknown dtypes {unknown or dtypes}; available: {', '.join(DTYPES)}")
+    unknown = [family for family in families if family not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown op families {unknown}; available: {', '.join(FAMILIES)}")
+    if not any(family in CHAINED for family in families):
+        raise ValueError(f"op families {list(families)} have none besides gemm; add one of: {', '.join(CHAINED)}")
+    if max_ops < 1:
+        raise ValueError(f"max_ops must be at least 1, got {max_ops}")
+
+
+def _chain(rng: random.Random, least: int, most: int, families: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
+    """(family, op name, expression) for each step, `least` to `most` of them (at most `MAX_OPS`, less one after a
+    GEMM) from `families`; a reduction, if any, comes last."""
+    families = families or CHAINED
+    weights = [CHAIN_WEIGHTS[family] for family in families]
     steps = []
-    for _ in range(rng.randint(least, 5 - (least == 1))):
-        family = rng.choices(("elementwise", "activation", "norm", "softmax", "reduction"), (4, 4, 2, 1, 1))[0]
+    for _ in range(rng.randint(least, min(most, MAX_OPS - (least == 1)))):
+        family = rng.choices(families, weights)[0]
         name = rng.choice(sorted(OPS[family]))
         if family == "reduction" and steps and steps[-1][0] == "softmax":
             name = rng.choice(("amax", "amin"))  # a softmax sums to 1 and a log-softmax's logsumexp is 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import re
 import types
 
 import pytest
@@ -58,4 +59,29 @@ def test_large_sizes_and_dtypes_are_honoured():
 )
 def test_bad_sizes_and_dtypes_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
+        synth.generate(0, **kwargs)
+
+
+def test_families_and_max_ops_narrow_the_chains_and_the_defaults_draw_as_before():
+    assert synth.generate(11) == synth.generate(11, families=synth.FAMILIES, max_ops=synth.MAX_OPS)
+    for seed in range(200):
+        task = synth.generate(seed, families=("elementwise", "activation"), max_ops=2)
+        assert set(task.op_families) <= {"elementwise", "activation"}, task.description
+        assert len(task.description.split(" -> ")) <= 2
+        _run(task.source)
+    gemms = [synth.generate(seed, families=("gemm", "softmax"), max_ops=2) for seed in range(60)]
+    assert {"gemm", "softmax"} == {family for task in gemms for family in task.op_families}
+    assert all(task.description.split(" -> ")[0] == "linear" for task in gemms if "gemm" in task.op_families)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"families": ("gemm",)}, "none besides gemm"),
+        ({"families": ("convolution",)}, "unknown op families ['convolution']"),
+        ({"max_ops": 0}, "max_ops must be at least 1"),
+    ],
+)
+def test_bad_families_and_max_ops_are_named(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         synth.generate(0, **kwargs)
