@@ -8,7 +8,10 @@
 # DATA_DIR may hold an earlier training.data run of the same settings: only its missing tasks are converted.
 # MODEL_DIR may appear while the data is being built (the script waits for MODEL_DIR/config.json). Each stage
 # writes RUN_DIR/STAGE.log; a re-run skips the trainings that wrote final/ and resumes the rest. RUN_DIR/summary.md
-# is the table of the three evaluations. The environment sets the sizes (defaults: the recorded run).
+# is the table of the three evaluations. The environment sets the sizes (defaults: the recorded run) and extra
+# flags: DATA_EXTRA for training.data (e.g. "--families elementwise activation --max-ops 2 --no-rationale"),
+# GRPO_EXTRA for training.grpo and EVAL_EXTRA for training.eval and the server (defaults: the static-cache
+# generation, `--fast-generation` and `--compile`; set them empty for transformers' eager `generate`).
 set -uo pipefail
 
 MODEL=$1 DATA=$2 RUN=$3
@@ -22,6 +25,7 @@ GRPO_ACCUMULATION=${GRPO_ACCUMULATION:-2}
 GRPO_LENGTH=${GRPO_LENGTH:-3072} GRPO_TEMPERATURE=${GRPO_TEMPERATURE:-0.8}
 EVAL_SAMPLES=${EVAL_SAMPLES:-4} EVAL_TOKENS=${EVAL_TOKENS:-3072} EVAL_BATCH=${EVAL_BATCH:-128}
 PORT=${PORT:-8799}
+DATA_EXTRA=${DATA_EXTRA-} GRPO_EXTRA=${GRPO_EXTRA---fast-generation} EVAL_EXTRA=${EVAL_EXTRA---compile}
 mkdir -p "$RUN"
 python3 -c "import trl, datasets, fastapi, uvicorn" 2>/dev/null || {
     echo "training_proof.sh: trl, datasets, fastapi and uvicorn must import: pip install -e '.[train,serve]'" >&2
@@ -41,12 +45,13 @@ stage() {  # stage NAME COMMAND...: run it, its output in RUN/NAME.log, and say 
 evaluate() {  # evaluate NAME MODEL: pass@k and fast_p of MODEL on the held-out tasks
     stage "eval-$1" python3 -m training.eval --suite "$DATA/rl.autotriton.jsonl" --split test \
         --backend transformers --model "$2" --samples "$EVAL_SAMPLES" --max-tokens "$EVAL_TOKENS" \
-        --batch "$EVAL_BATCH" --device "$DEVICE" --workers "$VERIFY_WORKERS" --trials 3 --output-dir "$RUN/eval-$1"
+        --batch "$EVAL_BATCH" --device "$DEVICE" --workers "$VERIFY_WORKERS" --trials 3 --output-dir "$RUN/eval-$1" \
+        $EVAL_EXTRA
 }
 
 stage data python3 -m training.data --output-dir "$DATA" --synthetic "$SYNTHETIC" --seed "$SEED" \
     --sizes "$SIZES" --device "$DEVICE" --workers "$DATA_WORKERS" --test-fraction "$TEST_FRACTION" \
-    --val-fraction 0.02 &
+    --val-fraction 0.02 $DATA_EXTRA &
 data=$!
 until grep -q "SFT:" "$RUN/data.log" 2>/dev/null || ! kill -0 $data 2>/dev/null; do sleep 2; done
 until [ -f "$MODEL/config.json" ]; do sleep 2; done
@@ -65,7 +70,7 @@ sft=$!
     --per-device-batch-size "$GRPO_BATCH" --gradient-accumulation "$GRPO_ACCUMULATION" \
     --max-completion-length "$GRPO_LENGTH" --temperature "$GRPO_TEMPERATURE" \
     --verify-device "$DEVICE" --verify-workers "$VERIFY_WORKERS" --trials 3 --verify-timeout 60 \
-    --save-steps 1000 || exit 1
+    --save-steps 1000 $GRPO_EXTRA || exit 1
 wait $base $sft
 evaluate grpo "$RUN/grpo/final" || exit 1
 
@@ -90,7 +95,7 @@ import json, sys
 tasks = json.load(open('$RUN/eval-grpo/results.json'))['tasks']
 print(max(tasks, key=lambda t: t['correct'])['path'])")
 python3 -m model_server serve --backend transformers --model "$RUN/grpo/final" --device "$DEVICE" --port "$PORT" \
-    >"$RUN/serve.log" 2>&1 &
+    $EVAL_EXTRA >"$RUN/serve.log" 2>&1 &
 server=$!
 until python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/health')" 2>/dev/null \
     || ! kill -0 $server 2>/dev/null; do sleep 1; done
