@@ -41,6 +41,7 @@ class FastGeneration:
 
         if self.copy is None:
             self.copy = copy.deepcopy(policy)
+            vars(self.copy).pop("generate", None)  # a wrapper set on the policy (step timing) would call the policy
             if getattr(self.copy, "supports_gradient_checkpointing", False):  # the trainer's: it turns the cache off
                 disable = getattr(self.copy, "activation_checkpointing_disable", None)  # transformers >= 5.24
                 (disable or self.copy.gradient_checkpointing_disable)()

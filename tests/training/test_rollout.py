@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from transformers import AutoModelForCausalLM
+from transformers import AutoModelForCausalLM, GenerationConfig
 
 from training.rollout import FastGeneration, _through_first
 
@@ -30,3 +30,18 @@ def test_a_reply_ends_at_its_first_end_of_sequence_token():
     assert _through_first([5, 7, 2, 9, 2], {2}) == [5, 7, 2]
     assert _through_first([5, 7, 9], {2, 3}) == [5, 7, 9]
     assert _through_first([3], {2, 3}) == [3]
+
+
+def test_the_copy_generates_itself_even_where_the_policy_generate_is_wrapped(model_dir):
+    """The trainer's step timing wraps the policy's `generate` (an instance attribute, which a deep copy keeps):
+    the copy must not call the policy's."""
+    policy = AutoModelForCausalLM.from_pretrained(model_dir)
+
+    def policy_generate(*args, **kwargs):
+        raise AssertionError("the policy generated, not its copy")
+
+    policy.generate = policy_generate
+    rollout = FastGeneration()
+    config = GenerationConfig(do_sample=False, max_new_tokens=4, min_new_tokens=4)
+    [reply] = rollout.sample(policy, [[1, 2, 3]], config, pad=0, eos=set())
+    assert len(reply) == 4 and rollout.copy.generate.__self__ is rollout.copy
