@@ -121,10 +121,9 @@ def check(sizes: str, dtypes: tuple[str, ...], families: tuple[str, ...] = FAMIL
         raise ValueError(f"max_ops must be at least 1, got {max_ops}")
 
 
-def _chain(rng: random.Random, least: int, most: int, families: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
+def _chain(rng: random.Random, least: int, most: int, families: tuple[str, ...]) -> list[tuple[str, str, str]]:
     """(family, op name, expression) for each step, `least` to `most` of them (at most `MAX_OPS`, less one after a
     GEMM) from `families`; a reduction, if any, comes last."""
-    families = families or CHAINED
     weights = [CHAIN_WEIGHTS[family] for family in families]
     steps = []
     for _ in range(rng.randint(least, min(most, MAX_OPS - (least == 1)))):
