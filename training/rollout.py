@@ -23,8 +23,7 @@ class FastGeneration:
 
     def __call__(self, prompts: list, trainer: Any) -> dict[str, list]:
         prompt_ids, _, _ = trainer._tokenize_prompts(prompts)
-        tokenizer = trainer._tokenizer
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        pad = static_generation.pad_id(trainer._tokenizer)
         policy = trainer.accelerator.unwrap_model(trainer.model)
         completion_ids = self.sample(policy, prompt_ids, trainer.generation_config, pad, set(trainer.eos_token_ids))
         return {"prompt_ids": [list(ids) for ids in prompt_ids], "completion_ids": completion_ids, "logprobs": None}

@@ -27,15 +27,24 @@ def generate(model: Any, prompts: list[list[int]], config: Any, pad: int, rows: 
     config.pad_token_id = pad
     width = -(-max(len(ids) for ids in prompts) // WIDTH_BUCKET) * WIDTH_BUCKET
     filled = prompts + [prompts[0]] * max(0, (rows or 0) - len(prompts))
-    input_ids = torch.full((len(filled), width), pad, dtype=torch.long)
-    attention_mask = torch.zeros((len(filled), width), dtype=torch.long)
-    for row, ids in enumerate(filled):
+    input_ids, attention_mask = left_padded(filled, width, pad, model.device)
+    with torch.no_grad():
+        output = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
+    return output[: len(prompts), width:].tolist()
+
+
+def left_padded(prompts: list[list[int]], width: int, pad: int, device: Any) -> tuple[Any, Any]:
+    """The prompts as one batch of `width` tokens each, padded on the left, and its attention mask, on `device`."""
+    import torch
+
+    input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+    attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, ids in enumerate(prompts):
         input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
         attention_mask[row, width - len(ids) :] = 1
-    with torch.no_grad():
-        output = model.generate(
-            input_ids=input_ids.to(model.device),
-            attention_mask=attention_mask.to(model.device),
-            generation_config=config,
-        )
-    return output[: len(prompts), width:].tolist()
+    return input_ids.to(device), attention_mask.to(device)
+
+
+def pad_id(tokenizer: Any) -> int:
+    """The token that pads a batch: the tokenizer's pad token, else its end-of-sequence token."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id

@@ -120,30 +120,22 @@ class TransformersBackend(TextBackend):
 
         max_new_tokens, temperature = requests[0].settings
         prompts = [request.input_ids for request in requests for _ in range(request.n)]
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        pad = static_generation.pad_id(self.tokenizer)
+        sampling = {
+            "do_sample": temperature > 0,
+            "temperature": temperature if temperature > 0 else None,
+            "top_p": self.top_p if temperature > 0 else None,
+            "max_new_tokens": max_new_tokens,
+        }
         if self.compile:
-            sampling = copy.deepcopy(self.model.generation_config)
-            sampling.update(
-                do_sample=temperature > 0,
-                temperature=temperature if temperature > 0 else None,
-                top_p=self.top_p if temperature > 0 else None,
-                max_new_tokens=max_new_tokens,
-            )
-            tokens = static_generation.generate(self.model, prompts, sampling, pad, rows=self.batch)
+            config = copy.deepcopy(self.model.generation_config)
+            config.update(**sampling)
+            tokens = static_generation.generate(self.model, prompts, config, pad, rows=self.batch)
             return self.tokenizer.batch_decode(tokens, skip_special_tokens=True)
         width = max(len(ids) for ids in prompts)
-        input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in prompts], device=self.model.device)
-        mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts], device=self.model.device)
+        input_ids, mask = static_generation.left_padded(prompts, width, pad, self.model.device)
         with torch.no_grad():
-            output = self.model.generate(
-                input_ids=input_ids,
-                attention_mask=mask,
-                do_sample=temperature > 0,
-                temperature=temperature if temperature > 0 else None,
-                top_p=self.top_p if temperature > 0 else None,
-                max_new_tokens=max_new_tokens,
-                pad_token_id=pad,
-            )
+            output = self.model.generate(input_ids=input_ids, attention_mask=mask, pad_token_id=pad, **sampling)
         return self.tokenizer.batch_decode(output[:, width:], skip_special_tokens=True)
 
 
