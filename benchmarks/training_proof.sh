@@ -5,7 +5,8 @@
 #
 #   benchmarks/training_proof.sh MODEL_DIR DATA_DIR RUN_DIR
 #
-# DATA_DIR may hold an earlier training.data run of the same settings: only its missing tasks are converted.
+# DATA_DIR may hold an earlier training.data run of the same settings: only its missing tasks are converted
+# (DATA_DEVICE, default DEVICE, says where: a directory built on a CPU keeps its record with DATA_DEVICE=cpu).
 # MODEL_DIR may appear while the data is being built (the script waits for MODEL_DIR/config.json). Each stage
 # writes RUN_DIR/STAGE.log; a re-run skips the trainings that wrote final/ and resumes the rest. RUN_DIR/summary.md
 # is the table of the three evaluations. The environment sets the sizes (defaults: the recorded run) and extra
@@ -16,6 +17,7 @@ set -uo pipefail
 
 MODEL=$1 DATA=$2 RUN=$3
 SYNTHETIC=${SYNTHETIC:-525} SEED=${SEED:-3000} SIZES=${SIZES:-small} DEVICE=${DEVICE:-cuda}
+DATA_DEVICE=${DATA_DEVICE:-$DEVICE}
 TEST_FRACTION=${TEST_FRACTION:-0.1}
 DATA_WORKERS=${DATA_WORKERS:-12} VERIFY_WORKERS=${VERIFY_WORKERS:-6}
 SFT_EPOCHS=${SFT_EPOCHS:-4} SFT_LR=${SFT_LR:-1e-4} SFT_BATCH=${SFT_BATCH:-4} SFT_ACCUMULATION=${SFT_ACCUMULATION:-2}
@@ -50,7 +52,7 @@ evaluate() {  # evaluate NAME MODEL: pass@k and fast_p of MODEL on the held-out 
 }
 
 stage data python3 -m training.data --output-dir "$DATA" --synthetic "$SYNTHETIC" --seed "$SEED" \
-    --sizes "$SIZES" --device "$DEVICE" --workers "$DATA_WORKERS" --test-fraction "$TEST_FRACTION" \
+    --sizes "$SIZES" --device "$DATA_DEVICE" --workers "$DATA_WORKERS" --test-fraction "$TEST_FRACTION" \
     --val-fraction 0.02 $DATA_EXTRA &
 data=$!
 until grep -q "SFT:" "$RUN/data.log" 2>/dev/null || ! kill -0 $data 2>/dev/null; do sleep 2; done
@@ -87,6 +89,7 @@ for name in ("base", "sft", "grpo"):
     print(f"| {name} | {totals['tasks']} | {totals['pass@k']['1']:.3f} | {eager} | {compiled} | "
           f"{totals['correct_samples']}/{totals['samples']} | {totals['seconds']} |")
 EOF
+{ echo; python3 benchmarks/reward_curve.py "$RUN/grpo"; } >>"$RUN/summary.md"
 cat "$RUN/summary.md" >&2
 
 # Serve the GRPO model and convert the held-out task it did best on, through the server's OpenAI-style API.

@@ -4,6 +4,9 @@ each through its command, with the real verifier (Triton's interpreter) behind t
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +14,7 @@ from model_server import prompts
 from model_server.backends import BackendConfig, GenerationRequest, create_backend
 from training import data, eval, grpo, models, scratch, sft
 
+REWARD_CURVE = Path(__file__).parents[2] / "benchmarks" / "reward_curve.py"
 SEED = 4  # synthetic tasks 4-8: four land in the train split and one in the held-out test split
 
 
@@ -41,6 +45,13 @@ def test_data_sft_grpo_and_eval_run_end_to_end_on_a_cpu(tmp_path, capsys):
     assert verified and all(line["verdict"] != "correct" for line in verified), "a scratch model writes no kernel"
     logged = [json.loads(line) for line in (grpo_run / models.LOG).read_text().splitlines()]
     assert any("rewards/correct/mean" in line for line in logged)
+    curve = subprocess.run(
+        [sys.executable, str(REWARD_CURVE), str(grpo_run)], capture_output=True, text=True, timeout=120, check=True
+    )
+    rows = [line.strip("| ").split(" | ") for line in curve.stdout.splitlines() if line[2:3].isdigit()]
+    assert [row[0] for row in rows] == ["1", "2"], curve.stdout
+    assert [row[2] for row in rows] == ["0.000", "0.000"], "no reply of a scratch model is verified correct"
+    assert (grpo_run / "reward_curve.png").is_file() == _has_matplotlib()
 
     eval_flags = ["--suite", str(corpus / "rl.autotriton.jsonl"), "--backend", "transformers"]
     eval_flags += ["--model", str(grpo_run / "final"), "--samples", "2", "--max-tokens", "24", "--device", "cpu"]
@@ -60,3 +71,11 @@ def test_data_sft_grpo_and_eval_run_end_to_end_on_a_cpu(tmp_path, capsys):
         prompts.messages("autotriton", task.read_text())
         == json.loads((corpus / "rl.autotriton.jsonl").read_text().splitlines()[0])["prompt"]
     )
+
+
+def _has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
