@@ -7,7 +7,8 @@ every reply's module in the verifier's sandbox (strict policy, `--verify-workers
 or the CPU's Triton interpreter) and rewards it through `training/rewards.py`: `--reward-correct` for a verified
 kernel, `--reward-speedup` times its clipped log2 speedup over eager (GPU only; off by default, as timing each
 verified reply alone on the GPU costs about half the reward throughput), `--reward-format` times the share of format
-checks it passes. Generation uses transformers' `generate` on the training weights; with `--fast-generation`,
+checks it passes, `--reward-runs` where its `forward` ran to the end (its output compared, right or wrong).
+Generation uses transformers' `generate` on the training weights; with `--fast-generation`,
 a bf16 copy of the policy that decodes with a static KV cache, compiled on a GPU (`training/rollout.py`); or
 trl's vLLM integration with `--vllm`.
 Written to the run directory:
@@ -71,6 +72,13 @@ class GRPOArgs(models.RunArgs):
         metadata={"help": "weight of the clipped log2 speedup (GPU; above 0, each verified reply is timed)"},
     )
     reward_format: float = field(default=0.1, metadata={"help": "weight of the format checks"})
+    reward_runs: float = field(
+        default=0.0, metadata={"help": "weight of a reply whose forward runs to the end (its output compared)"}
+    )
+    scale_rewards: str = field(
+        default="group",
+        metadata={"help": "advantages divided by the reward std of the group, of the batch, or none"},
+    )
     verify_device: str = field(default="auto", metadata={"help": "where replies are verified: auto, cuda or cpu"})
     verify_workers: int = field(default=2, metadata={"help": "replies verified at once (per process)"})
     trials: int = field(default=3, metadata={"help": "verification trials per reply"})
@@ -105,8 +113,10 @@ class GRPOArgs(models.RunArgs):
             raise ValueError("--max-steps must be -1 (run the epochs) or at least 1")
         if self.learning_rate <= 0 or self.epochs <= 0 or self.verify_timeout <= 0 or self.temperature <= 0:
             raise ValueError("--learning-rate, --epochs, --verify-timeout and --temperature must be > 0")
-        if min(self.beta, self.reward_correct, self.reward_speedup, self.reward_format) < 0:
+        if min(self.beta, self.reward_correct, self.reward_speedup, self.reward_format, self.reward_runs) < 0:
             raise ValueError("--beta and the --reward-* weights must be >= 0")
+        if self.scale_rewards not in ("group", "batch", "none"):
+            raise ValueError(f"--scale-rewards must be group, batch or none, got {self.scale_rewards!r}")
         if self.verify_device not in ("auto", "cuda", "cpu"):
             raise ValueError(f"--verify-device must be auto, cuda or cpu, got {self.verify_device!r}")
         if self.fast_generation and (self.vllm or self.lora):
@@ -196,7 +206,8 @@ def build_trainer(args: GRPOArgs, model, tokenizer, prompts_rows: Dataset, rewar
         learning_rate=args.learning_rate,
         num_train_epochs=args.epochs,
         max_steps=args.max_steps,
-        reward_weights=[args.reward_correct, args.reward_speedup, args.reward_format],
+        reward_weights=[args.reward_correct, args.reward_speedup, args.reward_format, args.reward_runs],
+        scale_rewards=args.scale_rewards,
         use_vllm=args.vllm,
         vllm_mode=args.vllm_mode,
         vllm_server_base_url=args.vllm_server or None,

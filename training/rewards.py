@@ -1,7 +1,7 @@
 """Rewards for GRPO and the pass condition of evaluation: the verifier's verdict on each completion (strict policy),
 and nothing a completion can earn without it.
 
-Three terms, each a reward function trl calls with the batch (`prompts`, `completions`, and the dataset's columns,
+Four terms, each a reward function trl calls with the batch (`prompts`, `completions`, and the dataset's columns,
 `task` among them) and weighs by `GRPOConfig.reward_weights`:
 
 - `correct`: 1 where the verifier finds the completion's module correct and rewards it (all compute in Triton,
@@ -9,7 +9,11 @@ Three terms, each a reward function trl calls with the batch (`prompts`, `comple
 - `speedup`: for a correct completion with GPU timings, log2 of its speedup over eager PyTorch, clipped to
   [-1, 1]; 0 otherwise (on a CPU nothing is timed);
 - `well_formed`: the share of three checks the reply passes (a code block that parses, a `ModelNew` class, a
-  `@triton.jit` kernel): a gradient toward well-formed replies while none is correct yet.
+  `@triton.jit` kernel): a gradient toward well-formed replies while none is correct yet;
+- `runs`: 1 where the module compiled and its `forward` ran to the end, so that the verifier compared its output
+  (verdict `correct` or `incorrect`), else 0. Without it a near-deterministic policy whose group members differ
+  only in a number (a wrong element count against the right one) is pushed off every wrong number, and learns to
+  leave the argument out: a crash scores what a wrong answer scores (docs/TRAINING.md, the collapsed run).
 
 Each completion is verified once (the terms share its report) in the verifier's sandbox, `concurrency` at a time on
 the pool's device; a completion that crashes, hangs or hacks costs only its own reward. Verdict counts go to the
@@ -48,6 +52,12 @@ def passed(report: Report) -> bool:
     """The pass condition of training and evaluation: the verifier's own (correct and rewarded), under the strict
     policy only (a hybrid candidate passes the verifier without a reward)."""
     return report.policy == "strict" and report.passed
+
+
+def ran(report: Report) -> bool:
+    """The module compiled and its `forward` ran to the end under the strict policy: the verifier compared its
+    output, right or wrong."""
+    return report.policy == "strict" and report.verdict in ("correct", "incorrect")
 
 
 def speedup_term(report: Report) -> float:
@@ -112,7 +122,7 @@ class VerifierRewards:
 
     def functions(self) -> list:
         """The reward functions, in the order of `reward_weights`."""
-        return [self.correct, self.speedup, self.well_formed]
+        return [self.correct, self.speedup, self.well_formed, self.runs]
 
     async def correct(self, prompts: list, completions: list, task: list[str], **columns) -> list[float]:
         started = time.monotonic()
@@ -126,6 +136,10 @@ class VerifierRewards:
 
     async def well_formed(self, prompts: list, completions: list, **columns) -> list[float]:
         return [format_term(self.code_of(c)) for c in completions]
+
+    async def runs(self, prompts: list, completions: list, task: list[str], **columns) -> list[float]:
+        reports = await self._reports_of(completions, task, None)
+        return [1.0 if report is not None and ran(report) else 0.0 for report in reports]
 
     def close(self) -> None:
         """Delete the scratch directory (the pool is the caller's to close)."""

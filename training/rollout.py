@@ -40,12 +40,15 @@ class FastGeneration:
 
         if self.copy is None:
             self.copy = copy.deepcopy(policy)
-            vars(self.copy).pop("generate", None)  # a wrapper set on the policy (step timing) would call the policy
+            # wrappers set on the policy instance: step timing on `generate` (it would call the policy), accelerate's
+            # mixed-precision autocast on `forward` (it mixes fp32 keys with bf16 values in the static cache)
+            for wrapped in ("generate", "forward"):
+                vars(self.copy).pop(wrapped, None)
             if getattr(self.copy, "supports_gradient_checkpointing", False):  # the trainer's: it turns the cache off
                 disable = getattr(self.copy, "activation_checkpointing_disable", None)  # transformers >= 5.24
                 (disable or self.copy.gradient_checkpointing_disable)()
             self.copy.config.use_cache = True
-            if policy.device.type == "cuda":
+            if next(policy.parameters()).device.type == "cuda":
                 self.copy.to(torch.bfloat16)
             self.copy.eval().requires_grad_(False)
             return self.copy

@@ -28,7 +28,7 @@ def generate(model: Any, prompts: list[list[int]], config: Any, pad: int, rows: 
     width = -(-max(len(ids) for ids in prompts) // WIDTH_BUCKET) * WIDTH_BUCKET
     filled = prompts + [prompts[0]] * max(0, (rows or 0) - len(prompts))
     input_ids, attention_mask = left_padded(filled, width, pad, model.device)
-    with torch.no_grad():
+    with torch.no_grad(), torch.autocast(model.device.type, enabled=False):  # the model's own dtype throughout
         output = model.generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=config)
     return output[: len(prompts), width:].tolist()
 

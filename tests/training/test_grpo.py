@@ -71,6 +71,8 @@ def test_bad_inputs_are_named_in_one_line(model_dir, data_dir, tmp_path, capsys)
         ([*base, "--data", str(only_test)], "no rows in the train split (rows per split: {'test': 1})"),
         ([*base, "--data", str(data_dir), "--num-generations", "3"], "must be a multiple of --num-generations (3)"),
         ([*base, "--data", str(data_dir), "--num-generations", "1"], "--num-generations must be at least 2"),
+        ([*base, "--data", str(data_dir), "--scale-rewards", "std"], "--scale-rewards must be group, batch or none"),
+        ([*base, "--data", str(data_dir), "--reward-runs", "-1"], "the --reward-* weights must be >= 0"),
         (
             ["--model", str(tmp_path / "nowhere"), "--data", str(data_dir), "--output-dir", str(tmp_path / "r")],
             "nowhere",

@@ -51,10 +51,11 @@ def test_only_a_verified_completion_earns_the_correctness_reward(pool, tmp_path)
     finally:
         rewards.close()
     good, fallback, timing_hack, no_code, empty = scores
-    assert good == [1.0, 0.0, 1.0], "correct; no timing on a CPU; well formed"
+    assert good == [1.0, 0.0, 1.0, 1.0], "correct; no timing on a CPU; well formed; ran"
     assert fallback[0] == 0.0 and timing_hack[0] == 0.0, "a hack earns nothing, however well formed"
+    assert fallback[3] == 0.0 and timing_hack[3] == 0.0, "nor for running"
     assert fallback[2] == 1.0
-    assert no_code == [0.0, 0.0, 0.0] and empty == [0.0, 0.0, 0.0]
+    assert no_code == [0.0, 0.0, 0.0, 0.0] and empty == [0.0, 0.0, 0.0, 0.0]
     logged = [json.loads(line) for line in (tmp_path / "rewards.jsonl").read_text().splitlines()]
     assert len(logged) == 4, "one line per verified reply; a reply without code is verified as it is, as serving does"
     assert metrics["verdicts/correct"] == [0.2] and metrics["verdicts/rejected"] == [0.4]
@@ -95,7 +96,22 @@ def test_a_kernelllm_completion_is_the_code_block_its_prompt_opened(pool):
         [score] = _rewards(rewards, [GOOD + "```\n"])
     finally:
         rewards.close()
-    assert score == [1.0, 0.0, 1.0]
+    assert score == [1.0, 0.0, 1.0, 1.0]
+
+
+def test_a_wrong_count_earns_the_runs_term_and_a_launch_without_it_does_not(pool):
+    """The two replies of the collapsed GRPO run (docs/TRAINING.md): a kernel told the wrong element count runs and
+    computes wrong values; one whose launch leaves the count out fails. Only the first ran to the end."""
+    wrong_count = GOOD.replace("n = x.numel()", "n = x.numel() // 2")
+    no_count = GOOD.replace("(x, y, out, n, BLOCK=256)", "(x, y, out, BLOCK=256)")
+    assert GOOD not in (wrong_count, no_count)
+    rewards = VerifierRewards(pool, "autotriton", trials=2)
+    try:
+        wrong, dropped = _rewards(rewards, [_chat(wrong_count), _chat(no_count)])
+    finally:
+        rewards.close()
+    assert wrong == [0.0, 0.0, 1.0, 1.0], "incorrect: no correctness reward, but its forward ran"
+    assert dropped == [0.0, 0.0, 1.0, 0.0], "runtime_error: well formed, nothing else"
 
 
 def test_the_speedup_term_is_log2_of_the_speedup_clipped_and_only_for_a_pass():
