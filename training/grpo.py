@@ -73,7 +73,7 @@ class GRPOArgs(models.RunArgs):
     )
     reward_format: float = field(default=0.1, metadata={"help": "weight of the format checks"})
     reward_runs: float = field(
-        default=0.0, metadata={"help": "weight of a reply whose forward runs to the end (its output compared)"}
+        default=0.2, metadata={"help": "weight of a reply whose forward runs to the end (its output compared)"}
     )
     scale_rewards: str = field(
         default="group",

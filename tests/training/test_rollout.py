@@ -45,3 +45,19 @@ def test_the_copy_generates_itself_even_where_the_policy_generate_is_wrapped(mod
     config = GenerationConfig(do_sample=False, max_new_tokens=4, min_new_tokens=4)
     [reply] = rollout.sample(policy, [[1, 2, 3]], config, pad=0, eos=set())
     assert len(reply) == 4 and rollout.copy.generate.__self__ is rollout.copy
+
+
+def test_the_copy_runs_without_the_policys_mixed_precision_wrapper(model_dir):
+    """Under bf16 mixed precision accelerate wraps the policy's `forward` in autocast (an instance attribute, which
+    a deep copy keeps). Through it the copy's static cache got fp32 keys and bf16 values and the first GRPO step
+    failed on an H100; the copy must run its own forward, in its own dtype."""
+    from accelerate import Accelerator
+
+    policy = Accelerator(mixed_precision="bf16", cpu=True).prepare_model(
+        AutoModelForCausalLM.from_pretrained(model_dir)
+    )
+    assert "forward" in vars(policy), "accelerate wrapped the policy's forward"
+    rollout = FastGeneration()
+    config = GenerationConfig(do_sample=False, max_new_tokens=4, min_new_tokens=4)
+    [reply] = rollout.sample(policy, [[1, 2, 3]], config, pad=0, eos=set())
+    assert len(reply) == 4 and "forward" not in vars(rollout.copy)
