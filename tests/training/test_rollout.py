@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MethodType
+
 import torch
 from transformers import AutoModelForCausalLM, GenerationConfig
 
@@ -50,14 +52,18 @@ def test_the_copy_generates_itself_even_where_the_policy_generate_is_wrapped(mod
 def test_the_copy_runs_without_the_policys_mixed_precision_wrapper(model_dir):
     """Under bf16 mixed precision accelerate wraps the policy's `forward` in autocast (an instance attribute, which
     a deep copy keeps). Through it the copy's static cache got fp32 keys and bf16 values and the first GRPO step
-    failed on an H100; the copy must run its own forward, in its own dtype."""
-    from accelerate import Accelerator
+    failed on an H100; the copy must run its own forward, in its own dtype. The wrapper is built as accelerate's
+    `prepare_model` builds it (its `Accelerator` is a process-wide singleton that other tests configure)."""
+    from accelerate.utils import convert_outputs_to_fp32
 
-    policy = Accelerator(mixed_precision="bf16", cpu=True).prepare_model(
-        AutoModelForCausalLM.from_pretrained(model_dir)
-    )
-    assert "forward" in vars(policy), "accelerate wrapped the policy's forward"
+    policy = AutoModelForCausalLM.from_pretrained(model_dir)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16)
+    policy.forward = MethodType(convert_outputs_to_fp32(autocast(policy.forward.__func__)), policy)
     rollout = FastGeneration()
+    copy = rollout._synced(policy)
+    autocast_on = []
+    copy.lm_head.register_forward_hook(lambda *_: autocast_on.append(torch.is_autocast_enabled("cpu")))
     config = GenerationConfig(do_sample=False, max_new_tokens=4, min_new_tokens=4)
     [reply] = rollout.sample(policy, [[1, 2, 3]], config, pad=0, eos=set())
-    assert len(reply) == 4 and "forward" not in vars(rollout.copy)
+    assert len(reply) == 4 and "forward" not in vars(copy)
+    assert autocast_on and not any(autocast_on), "the copy decoded under the policy's autocast"
