@@ -3,6 +3,7 @@ each through its command, with the real verifier (Triton's interpreter) behind t
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -51,7 +52,7 @@ def test_data_sft_grpo_and_eval_run_end_to_end_on_a_cpu(tmp_path, capsys):
     rows = [line.strip("| ").split(" | ") for line in curve.stdout.splitlines() if line[2:3].isdigit()]
     assert [row[0] for row in rows] == ["1", "2"], curve.stdout
     assert [row[2] for row in rows] == ["0.000", "0.000"], "no reply of a scratch model is verified correct"
-    assert (grpo_run / "reward_curve.png").is_file() == _has_matplotlib()
+    assert (grpo_run / "reward_curve.png").is_file() == (importlib.util.find_spec("matplotlib") is not None)
 
     eval_flags = ["--suite", str(corpus / "rl.autotriton.jsonl"), "--backend", "transformers"]
     eval_flags += ["--model", str(grpo_run / "final"), "--samples", "2", "--max-tokens", "24", "--device", "cpu"]
@@ -71,11 +72,3 @@ def test_data_sft_grpo_and_eval_run_end_to_end_on_a_cpu(tmp_path, capsys):
         prompts.messages("autotriton", task.read_text())
         == json.loads((corpus / "rl.autotriton.jsonl").read_text().splitlines()[0])["prompt"]
     )
-
-
-def _has_matplotlib() -> bool:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True
