@@ -9,9 +9,13 @@ Reads `RUN_DIR/log.jsonl` (the trainer's logs) and `RUN_DIR/steps.jsonl` (each s
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from training import grpo, jsonl, models  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,11 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", type=Path, help="a training.grpo run directory")
     parser.add_argument("--plot", type=Path, help="where to write the plot (default: RUN/reward_curve.png)")
     args = parser.parse_args(argv)
-    log = args.run / "log.jsonl"
+    log = args.run / models.LOG
     if not log.is_file():
         print(f"reward_curve.py: {log} does not exist: is {args.run} a training.grpo run directory?", file=sys.stderr)
         return 2
-    rows = curve(_read(log), _read(args.run / "steps.jsonl"))
+    rows = curve(jsonl.read(log), jsonl.read(args.run / grpo.STEPS_LOG))
     if not rows:
         print(f"reward_curve.py: {log} holds no step with a reward", file=sys.stderr)
         return 1
@@ -80,12 +84,6 @@ def plot(rows: list[dict], path: Path) -> bool:
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return True
-
-
-def _read(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _number(value: float | None, digits: int = 3) -> str:
