@@ -9,10 +9,13 @@
 # (DATA_DEVICE, default DEVICE, says where: a directory built on a CPU keeps its record with DATA_DEVICE=cpu).
 # MODEL_DIR may appear while the data is being built (the script waits for MODEL_DIR/config.json). Each stage
 # writes RUN_DIR/STAGE.log; a re-run skips the trainings that wrote final/ and resumes the rest. RUN_DIR/summary.md
-# is the table of the three evaluations. The environment sets the sizes (defaults: the recorded run) and extra
-# flags: DATA_EXTRA for training.data (e.g. "--families elementwise activation --max-ops 2 --no-rationale"),
-# GRPO_EXTRA for training.grpo and EVAL_EXTRA for training.eval and the server (defaults: the static-cache
-# generation, `--fast-generation` and `--compile`; set them empty for transformers' eager `generate`).
+# holds the table of the three evaluations, the paired comparison of GRPO with SFT (`compare_evals.py`) and the
+# reward curve. The environment sets the sizes (defaults: the recorded run) and extra flags: DATA_EXTRA for
+# training.data (e.g. "--families elementwise activation --max-ops 2 --no-rationale"), GRPO_EXTRA for training.grpo
+# and EVAL_EXTRA for training.eval and the server (defaults: the static-cache generation, `--fast-generation` and
+# `--compile`; set them empty for transformers' eager `generate`). BASE_SAMPLES (default EVAL_SAMPLES) is the base
+# model's samples per task, so that an earlier run's base evaluation can be reused. CONVERT=0 skips the last stage
+# (serving the GRPO model and converting a task through it).
 set -uo pipefail
 
 MODEL=$1 DATA=$2 RUN=$3
@@ -25,8 +28,9 @@ SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-4096}
 GRPO_MINUTES=${GRPO_MINUTES:-8} GRPO_LR=${GRPO_LR:-5e-6} GRPO_BATCH=${GRPO_BATCH:-16}
 GRPO_ACCUMULATION=${GRPO_ACCUMULATION:-2}
 GRPO_LENGTH=${GRPO_LENGTH:-3072} GRPO_TEMPERATURE=${GRPO_TEMPERATURE:-0.8}
-EVAL_SAMPLES=${EVAL_SAMPLES:-4} EVAL_TOKENS=${EVAL_TOKENS:-3072} EVAL_BATCH=${EVAL_BATCH:-128}
-PORT=${PORT:-8799}
+EVAL_SAMPLES=${EVAL_SAMPLES:-4} BASE_SAMPLES=${BASE_SAMPLES:-$EVAL_SAMPLES}
+EVAL_TOKENS=${EVAL_TOKENS:-3072} EVAL_BATCH=${EVAL_BATCH:-128}
+PORT=${PORT:-8799} CONVERT=${CONVERT:-1}
 DATA_EXTRA=${DATA_EXTRA-} GRPO_EXTRA=${GRPO_EXTRA---fast-generation} EVAL_EXTRA=${EVAL_EXTRA---compile}
 mkdir -p "$RUN"
 python3 -c "import trl, datasets, fastapi, uvicorn" 2>/dev/null || {
@@ -44,9 +48,9 @@ stage() {  # stage NAME COMMAND...: run it, its output in RUN/NAME.log, and say 
     return $status
 }
 
-evaluate() {  # evaluate NAME MODEL: pass@k and fast_p of MODEL on the held-out tasks
+evaluate() {  # evaluate NAME MODEL [SAMPLES]: pass@k and fast_p of MODEL on the held-out tasks
     stage "eval-$1" python3 -m training.eval --suite "$DATA/rl.autotriton.jsonl" --split test \
-        --backend transformers --model "$2" --samples "$EVAL_SAMPLES" --max-tokens "$EVAL_TOKENS" \
+        --backend transformers --model "$2" --samples "${3:-$EVAL_SAMPLES}" --max-tokens "$EVAL_TOKENS" \
         --batch "$EVAL_BATCH" --device "$DEVICE" --workers "$VERIFY_WORKERS" --trials 3 --output-dir "$RUN/eval-$1" \
         $EVAL_EXTRA
 }
@@ -57,7 +61,7 @@ stage data python3 -m training.data --output-dir "$DATA" --synthetic "$SYNTHETIC
 data=$!
 until grep -q "SFT:" "$RUN/data.log" 2>/dev/null || ! kill -0 $data 2>/dev/null; do sleep 2; done
 until [ -f "$MODEL/config.json" ]; do sleep 2; done
-evaluate base "$MODEL" &
+evaluate base "$MODEL" "$BASE_SAMPLES" &
 base=$!
 wait $data || exit 1
 
@@ -73,8 +77,10 @@ sft=$!
     --max-completion-length "$GRPO_LENGTH" --temperature "$GRPO_TEMPERATURE" \
     --verify-device "$DEVICE" --verify-workers "$VERIFY_WORKERS" --trials 3 --verify-timeout 60 \
     --save-steps 1000 $GRPO_EXTRA || exit 1
+evaluate grpo "$RUN/grpo/final" &
+grpo=$!
 wait $base $sft
-evaluate grpo "$RUN/grpo/final" || exit 1
+wait $grpo || exit 1
 
 python3 - "$RUN" >"$RUN/summary.md" <<'EOF'
 import json, sys
@@ -89,8 +95,14 @@ for name in ("base", "sft", "grpo"):
     print(f"| {name} | {totals['tasks']} | {totals['pass@k']['1']:.3f} | {eager} | {compiled} | "
           f"{totals['correct_samples']}/{totals['samples']} | {totals['seconds']} |")
 EOF
-{ echo; python3 benchmarks/reward_curve.py "$RUN/grpo"; } >>"$RUN/summary.md"
+{
+    echo
+    python3 benchmarks/compare_evals.py "$RUN/eval-sft" "$RUN/eval-grpo"
+    echo
+    python3 benchmarks/reward_curve.py "$RUN/grpo"
+} >>"$RUN/summary.md"
 cat "$RUN/summary.md" >&2
+[ "$CONVERT" = 0 ] && { echo "[$(date +%T)] done (CONVERT=0: no serving)" >&2; exit 0; }
 
 # Serve the GRPO model and convert the held-out task it did best on, through the server's OpenAI-style API.
 task=$(python3 -c "

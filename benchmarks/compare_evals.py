@@ -1,0 +1,113 @@
+"""Whether one model beats another on the same held-out tasks: two `training.eval` outputs compared task by task.
+
+    python benchmarks/compare_evals.py OUT_A OUT_B
+
+Pairs the tasks both evaluated (by name and content hash) and prints, as a markdown table, each side's pass@1 on
+them, the difference, how many tasks got better or worse, a bootstrap 95% interval of the difference and the
+one-sided p-value of B > A under a sign-flip permutation test. The test asks how often a difference this large
+comes from chance alone: under "B is no better than A", each task's difference is as likely to have either sign.
+Samples of one task are not independent (a near-deterministic model writes the same kernel four times), so the
+task, not the sample, is the unit here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import sys
+from pathlib import Path
+
+EXACT_UP_TO = 16  # tasks that differ: up to this many, every sign assignment is counted (2^16), else sampled
+DRAWS = 100_000
+SEED = 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("a", type=Path, help="the baseline's training.eval output directory")
+    parser.add_argument("b", type=Path, help="the challenger's training.eval output directory")
+    args = parser.parse_args(argv)
+    try:
+        a, b = pass_rates(args.a), pass_rates(args.b)
+    except ValueError as exc:
+        print(f"compare_evals.py: {exc}", file=sys.stderr)
+        return 2
+    common = sorted(a.keys() & b.keys())
+    if not common:
+        print(f"compare_evals.py: {args.a} and {args.b} share no evaluated task", file=sys.stderr)
+        return 1
+    print(table(compare([a[key] for key in common], [b[key] for key in common]), args.a.name, args.b.name))
+    left_out = len(a.keys() ^ b.keys())
+    if left_out:
+        print(f"\n{left_out} tasks evaluated on one side only are left out.")
+    return 0
+
+
+def pass_rates(out: Path) -> dict[tuple[str, str], float]:
+    """Each evaluated task's share of correct samples, keyed by (name, id), from OUT/results.json."""
+    path = out / "results.json"
+    try:
+        tasks = json.loads(path.read_text())["tasks"]
+    except FileNotFoundError:
+        raise ValueError(f"{path} does not exist: is {out} a training.eval output directory?") from None
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path} is not a training.eval results file ({exc})") from None
+    return {
+        (task["name"], task["id"]): task["correct"] / len(task["samples"])
+        for task in tasks
+        if task.get("samples") and not task.get("unverified")
+    }
+
+
+def compare(a: list[float], b: list[float]) -> dict:
+    """The paired comparison of per-task pass rates `a` and `b` (same order): means, difference, tasks better and
+    worse, a bootstrap interval of the mean difference and the sign-flip p-value of b > a."""
+    diffs = [y - x for x, y in zip(a, b, strict=True)]
+    n = len(diffs)
+    rng = random.Random(SEED)
+    means = sorted(sum(rng.choice(diffs) for _ in range(n)) / n for _ in range(2000))
+    return {
+        "tasks": n,
+        "a": sum(a) / n,
+        "b": sum(b) / n,
+        "difference": sum(diffs) / n,
+        "better": sum(d > 0 for d in diffs),
+        "worse": sum(d < 0 for d in diffs),
+        "interval": (means[49], means[1949]),
+        "p": sign_flip_p(diffs, rng),
+    }
+
+
+def sign_flip_p(diffs: list[float], rng: random.Random) -> float:
+    """The share of sign assignments of the nonzero differences whose sum reaches the observed one: exact when
+    few tasks differ, else estimated from `DRAWS` random assignments."""
+    nonzero = [abs(d) for d in diffs if d]
+    observed = sum(diffs) - 1e-12
+    if len(nonzero) <= EXACT_UP_TO:
+        sums = (sum(s * d for s, d in zip(signs, nonzero, strict=True)) for signs in _all_signs(len(nonzero)))
+        hits = sum(total >= observed for total in sums)
+        return hits / 2 ** len(nonzero)
+    hits = sum(sum(d if rng.random() < 0.5 else -d for d in nonzero) >= observed for _ in range(DRAWS))
+    return hits / DRAWS
+
+
+def _all_signs(count: int):
+    return itertools.product((1, -1), repeat=count)
+
+
+def table(result: dict, name_a: str, name_b: str) -> str:
+    low, high = result["interval"]
+    return "\n".join(
+        [
+            f"| tasks | pass@1 {name_a} | pass@1 {name_b} | difference | 95% interval | better | worse | p (B > A) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            f"| {result['tasks']} | {result['a']:.3f} | {result['b']:.3f} | {result['difference']:+.3f} | "
+            f"{low:+.3f} to {high:+.3f} | {result['better']} | {result['worse']} | {result['p']:.3f} |",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

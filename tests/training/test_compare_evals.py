@@ -1,0 +1,67 @@
+"""`benchmarks/compare_evals.py`: two evaluations of the same tasks compared task by task, with the p-value of a
+sign-flip test counted by hand here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+COMPARE = Path(__file__).parents[2] / "benchmarks" / "compare_evals.py"
+
+
+def evaluation(folder: Path, correct: dict[str, int], samples: int = 4, unverified: tuple[str, ...] = ()) -> Path:
+    """A training.eval output directory whose task `name` has `correct[name]` correct samples of `samples`."""
+    tasks = []
+    for name, count in correct.items():
+        verdicts = [{"verdict": "correct", "correct": True}] * count
+        verdicts += [{"verdict": "incorrect", "correct": False}] * (samples - count)
+        task = {"name": name, "id": f"id-{name}", "samples": verdicts, "correct": count}
+        if name in unverified:
+            task |= {"samples": [], "correct": 0, "unverified": True}
+        tasks.append(task)
+    folder.mkdir()
+    (folder / "results.json").write_text(json.dumps({"tasks": tasks, "totals": {}}))
+    return folder
+
+
+def compare(a: Path, b: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(COMPARE), str(a), str(b)], capture_output=True, text=True, timeout=60)
+
+
+def row(stdout: str) -> list[str]:
+    return next(line for line in stdout.splitlines() if line[2:3].isdigit()).strip("| ").split(" | ")
+
+
+def test_pairs_the_shared_tasks_and_counts_every_sign_assignment(tmp_path):
+    a = evaluation(tmp_path / "sft", {"t1": 0, "t2": 1, "t3": 2, "t4": 2, "only-a": 4, "flaky": 0})
+    b = evaluation(tmp_path / "grpo", {"t1": 2, "t2": 2, "t3": 2, "t4": 1, "flaky": 0}, unverified=("flaky",))
+    result = compare(a, b)
+    assert result.returncode == 0, result.stderr
+    tasks, pass_a, pass_b, difference, _, better, worse, p = row(result.stdout)
+    # t1..t4 only: "only-a" has no pair and "flaky" was not verified on B's side.
+    assert (tasks, pass_a, pass_b, difference) == ("4", "0.312", "0.438", "+0.125")
+    assert (better, worse) == ("2", "1")
+    # Differences +0.5, +0.25, 0, -0.25: of the 8 sign assignments of the three nonzero ones, 3 sum to >= +0.5.
+    assert p == "0.375"
+    assert "2 tasks evaluated on one side only are left out." in result.stdout
+
+
+def test_a_model_against_itself_is_no_better(tmp_path):
+    scores = {"t1": 1, "t2": 3, "t3": 0}
+    result = compare(evaluation(tmp_path / "a", scores), evaluation(tmp_path / "b", scores))
+    assert row(result.stdout) == ["3", "0.333", "0.333", "+0.000", "+0.000 to +0.000", "0", "0", "1.000"]
+
+
+def test_bad_directories_are_named(tmp_path):
+    good = evaluation(tmp_path / "good", {"t1": 1})
+    missing = compare(good, tmp_path / "missing")
+    assert missing.returncode == 2
+    assert f"{tmp_path / 'missing' / 'results.json'} does not exist" in missing.stderr
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "results.json").write_text("{")
+    assert "is not a training.eval results file" in compare(good, tmp_path / "broken").stderr
+    disjoint = compare(good, evaluation(tmp_path / "other", {"t9": 1}))
+    assert disjoint.returncode == 1
+    assert "share no evaluated task" in disjoint.stderr
