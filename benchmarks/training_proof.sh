@@ -13,9 +13,11 @@
 # reward curve. The environment sets the sizes (defaults: the recorded run) and extra flags: DATA_EXTRA for
 # training.data (e.g. "--families elementwise activation --max-ops 2 --no-rationale"), GRPO_EXTRA for training.grpo
 # and EVAL_EXTRA for training.eval and the server (defaults: the static-cache generation, `--fast-generation` and
-# `--compile`; set them empty for transformers' eager `generate`). BASE_SAMPLES (default EVAL_SAMPLES) is the base
-# model's samples per task, so that an earlier run's base evaluation can be reused. CONVERT=0 skips the last stage
-# (serving the GRPO model and converting a task through it).
+# `--compile`; set them empty for transformers' eager `generate`). The evaluations sample EVAL_SAMPLES replies per
+# task at EVAL_TEMPERATURE (0: greedy, one reply is enough) from the `test` split of EVAL_SUITE (default: DATA's RL
+# prompts; a larger held-out set is another training.data run's, see docs/TRAINING.md). BASE_SAMPLES (default
+# EVAL_SAMPLES) is the base model's samples per task, so that an earlier run's base evaluation can be reused; 0 skips
+# it. CONVERT=0 skips the last stage (serving the GRPO model and converting a task through it).
 set -uo pipefail
 
 MODEL=$1 DATA=$2 RUN=$3
@@ -29,7 +31,8 @@ GRPO_MINUTES=${GRPO_MINUTES:-8} GRPO_LR=${GRPO_LR:-5e-6} GRPO_BATCH=${GRPO_BATCH
 GRPO_ACCUMULATION=${GRPO_ACCUMULATION:-2}
 GRPO_LENGTH=${GRPO_LENGTH:-3072} GRPO_TEMPERATURE=${GRPO_TEMPERATURE:-0.8}
 EVAL_SAMPLES=${EVAL_SAMPLES:-4} BASE_SAMPLES=${BASE_SAMPLES:-$EVAL_SAMPLES}
-EVAL_TOKENS=${EVAL_TOKENS:-3072} EVAL_BATCH=${EVAL_BATCH:-128}
+EVAL_TOKENS=${EVAL_TOKENS:-3072} EVAL_BATCH=${EVAL_BATCH:-128} EVAL_TEMPERATURE=${EVAL_TEMPERATURE:-0.8}
+EVAL_SUITE=${EVAL_SUITE:-$DATA/rl.autotriton.jsonl}
 PORT=${PORT:-8799} CONVERT=${CONVERT:-1}
 DATA_EXTRA=${DATA_EXTRA-} GRPO_EXTRA=${GRPO_EXTRA---fast-generation} EVAL_EXTRA=${EVAL_EXTRA---compile}
 mkdir -p "$RUN"
@@ -49,7 +52,7 @@ stage() {  # stage NAME COMMAND...: run it, its output in RUN/NAME.log, and say 
 }
 
 evaluate() {  # evaluate NAME MODEL [SAMPLES]: pass@k and fast_p of MODEL on the held-out tasks
-    stage "eval-$1" python3 -m training.eval --suite "$DATA/rl.autotriton.jsonl" --split test \
+    stage "eval-$1" python3 -m training.eval --suite "$EVAL_SUITE" --split test --temperature "$EVAL_TEMPERATURE" \
         --backend transformers --model "$2" --samples "${3:-$EVAL_SAMPLES}" --max-tokens "$EVAL_TOKENS" \
         --batch "$EVAL_BATCH" --device "$DEVICE" --workers "$VERIFY_WORKERS" --trials 3 --output-dir "$RUN/eval-$1" \
         $EVAL_EXTRA
@@ -61,8 +64,8 @@ stage data python3 -m training.data --output-dir "$DATA" --synthetic "$SYNTHETIC
 data=$!
 until grep -q "SFT:" "$RUN/data.log" 2>/dev/null || ! kill -0 $data 2>/dev/null; do sleep 2; done
 until [ -f "$MODEL/config.json" ]; do sleep 2; done
-evaluate base "$MODEL" "$BASE_SAMPLES" &
-base=$!
+base=
+[ "$BASE_SAMPLES" = 0 ] || { evaluate base "$MODEL" "$BASE_SAMPLES" & base=$!; }
 wait $data || exit 1
 
 [ -f "$RUN/sft/final/config.json" ] || stage sft python3 -m training.sft --data "$DATA" --model "$MODEL" \
@@ -90,8 +93,12 @@ run = Path(sys.argv[1])
 print("| model | tasks | pass@1 | fast_1 vs eager | fast_1 vs compile | correct samples | seconds |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
 for name in ("base", "sft", "grpo"):
-    totals = json.loads((run / f"eval-{name}" / "results.json").read_text())["totals"]
+    results = run / f"eval-{name}" / "results.json"
+    if not results.is_file():  # BASE_SAMPLES=0: no base evaluation
+        continue
+    totals = json.loads(results.read_text())["totals"]
     eager, compiled = ((totals["fast_p"][side] or {}).get("1") for side in ("eager", "compile"))
+    eager, compiled = ("-" if value is None else f"{value:.3f}" for value in (eager, compiled))
     print(f"| {name} | {totals['tasks']} | {totals['pass@k']['1']:.3f} | {eager} | {compiled} | "
           f"{totals['correct_samples']}/{totals['samples']} | {totals['seconds']} |")
 EOF
