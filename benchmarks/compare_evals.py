@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import random
 import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from training.eval import read_results  # noqa: E402
 
 EXACT_UP_TO = 16  # tasks that differ: up to this many, every sign assignment is counted (2^16), else sampled
 DRAWS = 100_000
@@ -47,16 +51,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def pass_rates(out: Path) -> dict[tuple[str, str], float]:
     """Each evaluated task's share of correct samples, keyed by (name, id), from OUT/results.json."""
-    path = out / "results.json"
-    try:
-        tasks = json.loads(path.read_text())["tasks"]
-    except FileNotFoundError:
-        raise ValueError(f"{path} does not exist: is {out} a training.eval output directory?") from None
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path} is not a training.eval results file ({exc})") from None
     return {
         (task["name"], task["id"]): task["correct"] / len(task["samples"])
-        for task in tasks
+        for task in read_results(out)
         if task.get("samples") and not task.get("unverified")
     }
 

@@ -53,6 +53,7 @@ from training import config, jsonl, rewards
 from verifier.device import DEVICES
 
 TASKS_FILE = "tasks.jsonl"
+RESULTS_FILE = "results.json"
 # Arguments that change what a task's samples are: a re-run on the same directory must keep them.
 RESULT_ARGUMENTS = (
     "suite",
@@ -187,11 +188,26 @@ def evaluate(args: EvalArgs) -> int:
         "seconds": round(time.monotonic() - started, 1),
     }
     results = {"tasks": records, "totals": totals}
-    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out / RESULTS_FILE).write_text(json.dumps(results, indent=1) + "\n")
     plot(records, totals, args.ps, out / "fast_p.png")
     print(table(records, totals))
     _log(f"wrote the results to {out}")
     return 0
+
+
+def read_results(out: Path) -> list[dict]:
+    """The task records of an earlier evaluation's output directory, for the tools that compare evaluations
+    (ValueError naming the file and what is wrong with it)."""
+    path = out / RESULTS_FILE
+    try:
+        tasks = json.loads(path.read_text())["tasks"]
+    except FileNotFoundError:
+        raise ValueError(f"{path} does not exist: is {out} a training.eval output directory?") from None
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path} is not a training.eval results file ({exc})") from None
+    if not isinstance(tasks, list):
+        raise ValueError(f"{path} is not a training.eval results file (its tasks are not a list)")
+    return tasks
 
 
 # ---------------------------------------------------------------- tasks

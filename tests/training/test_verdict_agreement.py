@@ -1,0 +1,53 @@
+"""`benchmarks/verdict_agreement.py`: an evaluation's samples verified again by the real verifier on this CPU
+(Triton's interpreter), each new verdict set against the one the evaluation recorded."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+AGREEMENT = ROOT / "benchmarks" / "verdict_agreement.py"
+FIXTURES = ROOT / "tests" / "fixtures"
+WRONG_RELU = (FIXTURES / "candidates" / "relu_ok.py").read_text().replace("tl.maximum(x, 0.0)", "tl.maximum(x, 1.0)")
+
+
+def test_counts_where_the_new_device_disagrees_with_the_recorded_verdict(tmp_path):
+    out = tmp_path / "eval"
+    (out / "tasks").mkdir(parents=True)
+    shutil.copy(FIXTURES / "tasks" / "relu.py", out / "tasks" / "relu.py")
+    candidates = out / "candidates" / "relu"
+    candidates.mkdir(parents=True)
+    shutil.copy(FIXTURES / "candidates" / "relu_ok.py", candidates / "sample_0.py")
+    (candidates / "sample_1.py").write_text(WRONG_RELU)
+    shutil.copy(FIXTURES / "candidates" / "relu_ok.py", candidates / "sample_2.py")
+    recorded = [("correct", True), ("incorrect", False), ("runtime_error", False)]  # the last one: a GPU's hiccup
+    samples = [
+        {"verdict": verdict, "correct": correct, "candidate": f"candidates/relu/sample_{number}.py"}
+        for number, (verdict, correct) in enumerate(recorded)
+    ]
+    # The task's path is where the evaluation ran (another machine): the copy under OUT/tasks is read instead.
+    task = {"name": "relu", "id": "x", "path": "/elsewhere/eval/tasks/relu.py", "samples": samples, "correct": 1}
+    (out / "results.json").write_text(json.dumps({"tasks": [task], "totals": {}}))
+
+    result = subprocess.run(
+        [sys.executable, str(AGREEMENT), str(out), "--device", "cpu", "--workers", "2", "--timeout", "60"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    summary = next(line for line in result.stdout.splitlines() if line.startswith("| 3 |"))
+    assert summary.split(" | ")[1:4] == ["2 (66.7%)", "1", "2"], result.stdout
+    assert "| correct | correct | 1 |" in result.stdout
+    assert "| incorrect | incorrect | 1 |" in result.stdout
+    assert "| runtime_error | correct | 1 |" in result.stdout
+
+
+def test_a_directory_that_is_no_evaluation_is_named(tmp_path):
+    result = subprocess.run([sys.executable, str(AGREEMENT), str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert f"{tmp_path / 'results.json'} does not exist" in result.stderr
