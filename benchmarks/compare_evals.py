@@ -51,11 +51,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def pass_rates(out: Path) -> dict[tuple[str, str], float]:
     """Each evaluated task's share of correct samples, keyed by (name, id), from OUT/results.json."""
-    return {
-        (task["name"], task["id"]): task["correct"] / len(task["samples"])
-        for task in read_results(out)
-        if task.get("samples") and not task.get("unverified")
-    }
+    try:
+        return {
+            (task["name"], task["id"]): task["correct"] / len(task["samples"])
+            for task in read_results(out)
+            if task.get("samples") and not task.get("unverified")
+        }
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{out}: a task record of results.json lacks {exc}") from None
 
 
 def compare(a: list[float], b: list[float]) -> dict:

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from training.eval import read_results  # noqa: E402
 from training.rewards import passed  # noqa: E402
+from verifier.errors import TaskError  # noqa: E402
 from verifier.pool import VerifierPool  # noqa: E402
 
 
@@ -36,50 +37,65 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         samples = [sample for out in args.outputs for sample in recorded(out)]
+        if not samples:
+            print("verdict_agreement.py: the outputs hold no sample whose files are there", file=sys.stderr)
+            return 1
+        print(f"{len(samples)} samples, verified again on {args.device} by {args.workers} workers", file=sys.stderr)
+        started = time.monotonic()
+        rows = again(samples, args)
     except ValueError as exc:
         print(f"verdict_agreement.py: {exc}", file=sys.stderr)
         return 2
-    if not samples:
-        print("verdict_agreement.py: the outputs hold no verified sample", file=sys.stderr)
-        return 1
-    print(f"{len(samples)} samples, verified again on {args.device} by {args.workers} workers", file=sys.stderr)
-    started = time.monotonic()
-    rows = again(samples, args)
     print(table(rows, time.monotonic() - started))
     return 0
 
 
 def recorded(out: Path) -> list[dict]:
-    """Each sample of an evaluation: its task and candidate files and the verdict recorded for it."""
-    samples = []
-    for task in read_results(out):
-        task_path = Path(task["path"])
-        if not task_path.is_file():  # an evaluation made elsewhere: its JSONL tasks are written under OUT/tasks
-            task_path = out / "tasks" / task_path.name
-        for sample in task["samples"]:
-            samples.append(
-                {"task": task_path, "candidate": out / sample["candidate"], "verdict": sample["verdict"]}
-                | {"passed": sample["correct"]}
-            )
+    """Each sample of an evaluation whose task and candidate files are there: the files and the verdict recorded
+    for it (the others are counted on stderr)."""
+    samples, missing = [], 0
+    try:
+        for task in read_results(out):
+            task_path = Path(task["path"])
+            if not task_path.is_file():  # an evaluation made elsewhere: its JSONL tasks are written under OUT/tasks
+                task_path = out / "tasks" / task_path.name
+            for sample in task["samples"]:
+                candidate = out / sample["candidate"]
+                if not (task_path.is_file() and candidate.is_file()):
+                    missing += 1
+                    continue
+                samples.append(
+                    {"task": task_path, "candidate": candidate, "verdict": sample["verdict"]}
+                    | {"passed": sample["correct"]}
+                )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{out}: a task or sample record of results.json lacks {exc}") from None
+    if missing:
+        print(f"{out}: {missing} samples left out, their task or candidate file is not there", file=sys.stderr)
     return samples
 
 
 def again(samples: list[dict], args: argparse.Namespace) -> list[dict]:
-    """Each sample with its new verdict, pass condition and seconds."""
+    """Each sample with its new verdict, pass condition and seconds (`task_error` where the task itself cannot
+    run on the new device)."""
     with VerifierPool(size=args.workers, device=args.device) as pool, ThreadPoolExecutor(args.workers) as workers:
 
         def verify(sample: dict) -> dict:
             started = time.monotonic()
-            report = pool.verify(
-                sample["task"],
-                sample["candidate"],
-                trials=args.trials,
-                timeout=args.timeout,
-                policy="strict",
-                timing=False,
-            )
-            seconds = time.monotonic() - started
-            return sample | {"new_verdict": report.verdict, "new_passed": passed(report), "seconds": seconds}
+            try:
+                report = pool.verify(
+                    sample["task"],
+                    sample["candidate"],
+                    trials=args.trials,
+                    timeout=args.timeout,
+                    policy="strict",
+                    timing=False,
+                )
+            except TaskError:
+                verdict, ok = "task_error", False
+            else:
+                verdict, ok = report.verdict, passed(report)
+            return sample | {"new_verdict": verdict, "new_passed": ok, "seconds": time.monotonic() - started}
 
         return list(workers.map(verify, samples))
 

@@ -24,7 +24,8 @@ def test_counts_where_the_new_device_disagrees_with_the_recorded_verdict(tmp_pat
     shutil.copy(FIXTURES / "candidates" / "relu_ok.py", candidates / "sample_0.py")
     (candidates / "sample_1.py").write_text(WRONG_RELU)
     shutil.copy(FIXTURES / "candidates" / "relu_ok.py", candidates / "sample_2.py")
-    recorded = [("correct", True), ("incorrect", False), ("runtime_error", False)]  # the last one: a GPU's hiccup
+    # sample_2: a GPU's hiccup; sample_3: its file did not come back from the machine that evaluated.
+    recorded = [("correct", True), ("incorrect", False), ("runtime_error", False), ("correct", True)]
     samples = [
         {"verdict": verdict, "correct": correct, "candidate": f"candidates/relu/sample_{number}.py"}
         for number, (verdict, correct) in enumerate(recorded)
@@ -45,6 +46,7 @@ def test_counts_where_the_new_device_disagrees_with_the_recorded_verdict(tmp_pat
     assert "| correct | correct | 1 |" in result.stdout
     assert "| incorrect | incorrect | 1 |" in result.stdout
     assert "| runtime_error | correct | 1 |" in result.stdout
+    assert f"{out}: 1 samples left out, their task or candidate file is not there" in result.stderr
 
 
 def test_a_directory_that_is_no_evaluation_is_named(tmp_path):
