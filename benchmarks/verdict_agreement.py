@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from training.eval import read_results  # noqa: E402
+from training.eval import TASKS_DIR, read_results  # noqa: E402
 from training.rewards import passed  # noqa: E402
 from verifier.errors import TaskError  # noqa: E402
 from verifier.pool import VerifierPool  # noqa: E402
@@ -58,7 +58,7 @@ def recorded(out: Path) -> list[dict]:
         for task in read_results(out):
             task_path = Path(task["path"])
             if not task_path.is_file():  # an evaluation made elsewhere: its JSONL tasks are written under OUT/tasks
-                task_path = out / "tasks" / task_path.name
+                task_path = out / TASKS_DIR / task_path.name
             for sample in task["samples"]:
                 candidate = out / sample["candidate"]
                 if not (task_path.is_file() and candidate.is_file()):

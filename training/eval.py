@@ -54,6 +54,7 @@ from verifier.device import DEVICES
 
 TASKS_FILE = "tasks.jsonl"
 RESULTS_FILE = "results.json"
+TASKS_DIR = "tasks"  # a JSONL suite's tasks, written out as modules
 # Arguments that change what a task's samples are: a re-run on the same directory must keep them.
 RESULT_ARGUMENTS = (
     "suite",
@@ -215,12 +216,12 @@ def read_results(out: Path) -> list[dict]:
 
 def discover(suite: Path, split: str, out: Path) -> list[Task]:
     """The suite's tasks in name order: its task modules, or the JSONL records of `split` written out as
-    modules under `out/tasks` (the verifier and the backends read tasks from files)."""
+    modules under `out/tasks` (TASKS_DIR; the verifier and the backends read tasks from files)."""
     from verifier.errors import TaskError, UsageError
     from verifier.verification import check_task_file
 
     if suite.is_file():
-        paths = _tasks_from_records(suite, split, out / "tasks")
+        paths = _tasks_from_records(suite, split, out / TASKS_DIR)
         where = f"--suite {suite} has no records of split `{split}`"
     else:
         paths = sorted(suite.glob("*.py"))
