@@ -86,15 +86,12 @@ def sign_flip_p(diffs: list[float], rng: random.Random) -> float:
     nonzero = [abs(d) for d in diffs if d]
     observed = sum(diffs) - 1e-12
     if len(nonzero) <= EXACT_UP_TO:
-        sums = (sum(s * d for s, d in zip(signs, nonzero, strict=True)) for signs in _all_signs(len(nonzero)))
+        assignments = itertools.product((1, -1), repeat=len(nonzero))
+        sums = (sum(s * d for s, d in zip(signs, nonzero, strict=True)) for signs in assignments)
         hits = sum(total >= observed for total in sums)
         return hits / 2 ** len(nonzero)
     hits = sum(sum(d if rng.random() < 0.5 else -d for d in nonzero) >= observed for _ in range(DRAWS))
     return hits / DRAWS
-
-
-def _all_signs(count: int):
-    return itertools.product((1, -1), repeat=count)
 
 
 def table(result: dict, name_a: str, name_b: str) -> str:
