@@ -1,7 +1,11 @@
-"""A short step-by-step rationale for an SFT completion, read from the kernel it explains: which kernels, what
-each loads, computes and stores, how it is launched, and what `forward` does around them.
+"""A short step-by-step rationale for an SFT completion, read from the kernel it explains: the sizes of the inputs
+it is specialised to, which kernels, what each loads, computes and stores, how it is launched, and what `forward`
+does around them.
 
-It states only what the code shows, so it can never disagree with the kernel that follows it.
+It states only what the code shows, so it can never disagree with the kernel that follows it. The element counts
+come first, multiplied out from the input shapes, because a kernel specialised to its inputs writes them as
+constants (`xnumel = 512`) long before `forward` names the shapes: a small model that has to produce the count
+there, with the shape many lines back in the prompt, gets it wrong more often than any other part of the kernel.
 """
 
 from __future__ import annotations
@@ -17,16 +21,19 @@ def rationale(candidate: str) -> str:
     kernels = [node for node in tree.body if isinstance(node, ast.FunctionDef) and _is_jit(node)]
     if not kernels:
         return ""
-    steps = [
+    forward = _forward(tree)
+    sizes = _input_sizes(forward) if forward is not None else []
+    steps = ["The inputs: " + "; ".join(sizes) + "."] if sizes else []
+    steps += [
         f"Write {len(kernels)} Triton kernel{'s' if len(kernels) != 1 else ''} "
         f"({', '.join(k.name for k in kernels)}); each program instance handles one block of the data."
     ]
     steps += [_describe(kernel) for kernel in kernels]
-    launches = _launches(tree)
+    launches = _launches(forward) if forward is not None else []
     if launches:
         steps.append(
             "In `forward`, allocate the outputs and launch "
-            + ", then ".join(f"`{name}` over the grid `{grid}`" for name, grid in launches)
+            + ", then ".join(f"`{name}`{blocks} over the grid `{grid}`" for name, blocks, grid in launches)
             + "."
         )
     return "\n".join(f"{number}. {step}" for number, step in enumerate(steps, 1))
@@ -39,6 +46,18 @@ def _describe(kernel: ast.FunctionDef) -> str:
     parts = [f"`{kernel.name}`:"]
     if axes:
         parts.append(f"programs index a {len(axes)}-D grid;")
+    counts = [
+        f"{node.targets[0].id} = {node.value.value}"
+        for node in kernel.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id.endswith("numel")
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, int)
+    ]
+    if counts:
+        parts.append(f"{', '.join(counts)};")
     parts.append(f"{loads} load{'s' if loads != 1 else ''},")
     work = []
     if "dot" in calls:
@@ -53,8 +72,8 @@ def _describe(kernel: ast.FunctionDef) -> str:
     return " ".join(parts)
 
 
-def _launches(tree: ast.Module) -> list[tuple[str, str]]:
-    forward = next(
+def _forward(tree: ast.Module) -> ast.FunctionDef | None:
+    return next(
         (
             node
             for cls in tree.body
@@ -64,14 +83,46 @@ def _launches(tree: ast.Module) -> list[tuple[str, str]]:
         ),
         None,
     )
-    if forward is None:
-        return []
+
+
+def _input_sizes(forward: ast.FunctionDef) -> list[str]:
+    """ "`x` has shape (8, 64), 8 * 64 = 512 elements" for each input whose shape `forward` checks against
+    constants, in the order it checks them."""
+    sizes: dict[str, str] = {}
+    checks = sorted(
+        (node for node in ast.walk(forward) if isinstance(node, ast.Compare)), key=lambda n: (n.lineno, n.col_offset)
+    )
+    for check in checks:
+        left, right = check.left, check.comparators[0]
+        if not (
+            isinstance(left, ast.Attribute)
+            and left.attr == "shape"
+            and isinstance(left.value, ast.Name)
+            and isinstance(right, ast.Tuple)
+            and right.elts
+            and all(isinstance(e, ast.Constant) and isinstance(e.value, int) for e in right.elts)
+        ):
+            continue
+        dims = [e.value for e in right.elts]
+        count = 1
+        for dim in dims:
+            count *= dim
+        shape = f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(map(str, dims))})"
+        product = f"{' * '.join(map(str, dims))} = {count}" if len(dims) > 1 else str(count)
+        sizes.setdefault(left.value.id, f"`{left.value.id}` has shape {shape}, {product} elements")
+    return list(sizes.values())
+
+
+def _launches(forward: ast.FunctionDef) -> list[tuple[str, str, str]]:
+    """(kernel, " with XBLOCK=256" or "", grid) for each launch in `forward`: the block sizes come before the
+    grid, which is the element count divided by them."""
     found = []
     for node in ast.walk(forward):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
             kernel = node.func.value
             if isinstance(kernel, ast.Name):
-                found.append((kernel.id, ast.unparse(node.func.slice)))
+                blocks = [ast.unparse(k) for k in node.keywords if k.arg and k.arg.upper().endswith("BLOCK")]
+                found.append((kernel.id, f" with {', '.join(blocks)}" if blocks else "", ast.unparse(node.func.slice)))
     return found
 
 

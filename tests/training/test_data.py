@@ -103,7 +103,7 @@ def test_tasks_become_verified_pairs_and_prompts_that_datasets_reads(tmp_path, c
             code = pair["completion"].removesuffix("```\n")
         else:
             code = prompts.extract_code(pair["completion"][0]["content"])
-            assert pair["completion"][0]["content"].startswith("1. Write ")
+            assert pair["completion"][0]["content"].startswith("1. The inputs: `")
         assert "class ModelNew" in code and "torch._inductor" not in code
     for profile in profiles:
         sft = datasets.load_dataset("json", data_files=str(out / f"sft.{profile}.jsonl"))["train"]
