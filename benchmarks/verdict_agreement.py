@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from training.eval import TASKS_DIR, read_results  # noqa: E402
+from training.eval import recorded_samples  # noqa: E402
 from training.rewards import passed  # noqa: E402
 from verifier.errors import TaskError  # noqa: E402
 from verifier.pool import VerifierPool  # noqa: E402
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=3, help="input sets compared (default: 3)")
     args = parser.parse_args(argv)
     try:
-        samples = [sample for out in args.outputs for sample in recorded(out)]
+        samples = [sample for out in args.outputs for sample in recorded_samples(out)]
         if not samples:
             print("verdict_agreement.py: the outputs hold no sample whose files are there", file=sys.stderr)
             return 1
@@ -48,31 +48,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(table(rows, time.monotonic() - started))
     return 0
-
-
-def recorded(out: Path) -> list[dict]:
-    """Each sample of an evaluation whose task and candidate files are there: the files and the verdict recorded
-    for it (the others are counted on stderr)."""
-    samples, missing = [], 0
-    try:
-        for task in read_results(out):
-            task_path = Path(task["path"])
-            if not task_path.is_file():  # an evaluation made elsewhere: its JSONL tasks are written under OUT/tasks
-                task_path = out / TASKS_DIR / task_path.name
-            for sample in task["samples"]:
-                candidate = out / sample["candidate"]
-                if not (task_path.is_file() and candidate.is_file()):
-                    missing += 1
-                    continue
-                samples.append(
-                    {"task": task_path, "candidate": candidate, "verdict": sample["verdict"]}
-                    | {"passed": sample["correct"]}
-                )
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"{out}: a task or sample record of results.json lacks {exc}") from None
-    if missing:
-        print(f"{out}: {missing} samples left out, their task or candidate file is not there", file=sys.stderr)
-    return samples
 
 
 def again(samples: list[dict], args: argparse.Namespace) -> list[dict]:

@@ -211,6 +211,36 @@ def read_results(out: Path) -> list[dict]:
     return tasks
 
 
+def recorded_samples(out: Path) -> list[dict]:
+    """Each sample of an earlier evaluation whose task and candidate files are there: `task` and `candidate`
+    (paths), the recorded `verdict` and `passed`. The others are counted on stderr (ValueError as `read_results`,
+    or naming the field a record lacks)."""
+    samples, missing = [], 0
+    try:
+        for task in read_results(out):
+            task_path = Path(task["path"])
+            if not task_path.is_file():  # an evaluation made elsewhere: its JSONL tasks are written under OUT/tasks
+                task_path = out / TASKS_DIR / task_path.name
+            for sample in task["samples"]:
+                candidate = out / sample["candidate"]
+                if not (task_path.is_file() and candidate.is_file()):
+                    missing += 1
+                    continue
+                samples.append(
+                    {
+                        "task": task_path,
+                        "candidate": candidate,
+                        "verdict": sample["verdict"],
+                        "passed": sample["correct"],
+                    }
+                )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{out}: a task or sample record of results.json lacks {exc}") from None
+    if missing:
+        print(f"{out}: {missing} samples left out, their task or candidate file is not there", file=sys.stderr)
+    return samples
+
+
 # ---------------------------------------------------------------- tasks
 
 

@@ -56,6 +56,13 @@ class GRPOArgs(models.RunArgs):
     save_steps: int = field(default=50, metadata={"help": "checkpoint every this many optimizer steps"})
 
     learning_rate: float = field(default=1e-6, metadata={"help": "learning rate (AdamW)"})
+    lr_scheduler: str = field(
+        default="linear",
+        metadata={
+            "help": "learning-rate schedule over --epochs (a --max-minutes stop cuts it short): "
+            + ", ".join(models.SCHEDULERS)
+        },
+    )
     max_steps: int = field(default=-1, metadata={"help": "stop after this many optimizer steps (-1: run the epochs)"})
     epochs: float = field(default=1.0, metadata={"help": "passes over the train prompts"})
     num_generations: int = field(default=8, metadata={"help": "replies sampled per prompt (the GRPO group)"})
@@ -115,6 +122,8 @@ class GRPOArgs(models.RunArgs):
             raise ValueError("--learning-rate, --epochs, --verify-timeout and --temperature must be > 0")
         if min(self.beta, self.reward_correct, self.reward_speedup, self.reward_format, self.reward_runs) < 0:
             raise ValueError("--beta and the --reward-* weights must be >= 0")
+        if self.lr_scheduler not in models.SCHEDULERS:
+            raise ValueError(f"--lr-scheduler must be one of {', '.join(models.SCHEDULERS)}, got {self.lr_scheduler!r}")
         if self.scale_rewards not in ("group", "batch", "none"):
             raise ValueError(f"--scale-rewards must be group, batch or none, got {self.scale_rewards!r}")
         if self.verify_device not in ("auto", "cuda", "cpu"):
@@ -204,6 +213,7 @@ def build_trainer(args: GRPOArgs, model, tokenizer, prompts_rows: Dataset, rewar
         temperature=args.temperature,
         beta=args.beta,
         learning_rate=args.learning_rate,
+        lr_scheduler_type=args.lr_scheduler,
         num_train_epochs=args.epochs,
         max_steps=args.max_steps,
         reward_weights=[args.reward_correct, args.reward_speedup, args.reward_format, args.reward_runs],

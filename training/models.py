@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 FINAL = "final"
 ADAPTER = "adapter"
 LOG = "log.jsonl"
+SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup")  # learning-rate schedules of transformers
 
 
 class TrainingError(Exception):

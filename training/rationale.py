@@ -46,16 +46,7 @@ def _describe(kernel: ast.FunctionDef) -> str:
     parts = [f"`{kernel.name}`:"]
     if axes:
         parts.append(f"programs index a {len(axes)}-D grid;")
-    counts = [
-        f"{node.targets[0].id} = {node.value.value}"
-        for node in kernel.body
-        if isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Name)
-        and node.targets[0].id.endswith("numel")
-        and isinstance(node.value, ast.Constant)
-        and isinstance(node.value.value, int)
-    ]
+    counts = [f"{name} = {value}" for name, value in constant_counts(kernel)]
     if counts:
         parts.append(f"{', '.join(counts)};")
     parts.append(f"{loads} load{'s' if loads != 1 else ''},")
@@ -111,6 +102,21 @@ def _input_sizes(forward: ast.FunctionDef) -> list[str]:
         product = f"{' * '.join(map(str, dims))} = {count}" if len(dims) > 1 else str(count)
         sizes.setdefault(left.value.id, f"`{left.value.id}` has shape {shape}, {product} elements")
     return list(sizes.values())
+
+
+def constant_counts(kernel: ast.FunctionDef) -> list[tuple[str, int]]:
+    """The element counts a kernel is specialised to: the integer constants its body assigns, at the top level,
+    to a `...numel` name (Inductor's `xnumel = 512`)."""
+    return [
+        (node.targets[0].id, node.value.value)
+        for node in kernel.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id.endswith("numel")
+        and isinstance(node.value, ast.Constant)
+        and type(node.value.value) is int
+    ]
 
 
 def _launches(forward: ast.FunctionDef) -> list[tuple[str, str, str]]:

@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
     from trl import SFTTrainer
 
-SCHEDULERS = ("cosine", "linear", "constant", "constant_with_warmup")
-
 
 @dataclass
 class SFTArgs(models.RunArgs):
@@ -41,7 +39,9 @@ class SFTArgs(models.RunArgs):
     KIND: ClassVar[str] = "sft"
 
     learning_rate: float = field(default=2e-5, metadata={"help": "peak learning rate (AdamW)"})
-    lr_scheduler: str = field(default="cosine", metadata={"help": "learning-rate schedule: " + ", ".join(SCHEDULERS)})
+    lr_scheduler: str = field(
+        default="cosine", metadata={"help": "learning-rate schedule: " + ", ".join(models.SCHEDULERS)}
+    )
     warmup: float = field(default=0.03, metadata={"help": "warmup steps, or a share of all steps when below 1"})
     epochs: float = field(default=1.0, metadata={"help": "passes over the train rows"})
     max_steps: int = field(default=-1, metadata={"help": "stop after this many optimizer steps (-1: run the epochs)"})
@@ -54,8 +54,8 @@ class SFTArgs(models.RunArgs):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.lr_scheduler not in SCHEDULERS:
-            raise ValueError(f"--lr-scheduler must be one of {', '.join(SCHEDULERS)}, got {self.lr_scheduler!r}")
+        if self.lr_scheduler not in models.SCHEDULERS:
+            raise ValueError(f"--lr-scheduler must be one of {', '.join(models.SCHEDULERS)}, got {self.lr_scheduler!r}")
         if self.learning_rate <= 0 or self.epochs <= 0 or self.warmup < 0:
             raise ValueError("--learning-rate and --epochs must be > 0, --warmup >= 0")
         if self.max_steps == 0 or self.max_steps < -1:

@@ -58,6 +58,19 @@ def test_steps_are_rewarded_by_the_verifier_logged_and_resumed(model_dir, data_d
     assert state["global_step"] == 2
 
 
+def test_the_learning_rate_schedule_is_the_one_asked_for(model_dir, data_dir, tmp_path):
+    """trl decays the rate linearly to 0 over the epochs by default; a run cut short by --max-minutes would
+    train at a fraction of it, so a constant schedule keeps every step at --learning-rate."""
+    rates = {}
+    for schedule in ("constant", "linear"):
+        run = tmp_path / schedule
+        argv = ["--model", str(model_dir), "--data", str(data_dir), "--output-dir", str(run), *FAST]
+        assert grpo.main([*argv, "--max-steps", "2", "--learning-rate", "3e-6", "--lr-scheduler", schedule]) == 0
+        rates[schedule] = [line["learning_rate"] for line in lines(run / models.LOG) if "learning_rate" in line]
+    assert rates["constant"] == [3e-6, 3e-6]
+    assert rates["linear"][0] > rates["linear"][1]
+
+
 def test_bad_inputs_are_named_in_one_line(model_dir, data_dir, tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -73,6 +86,7 @@ def test_bad_inputs_are_named_in_one_line(model_dir, data_dir, tmp_path, capsys)
         ([*base, "--data", str(data_dir), "--num-generations", "1"], "--num-generations must be at least 2"),
         ([*base, "--data", str(data_dir), "--scale-rewards", "std"], "--scale-rewards must be group, batch or none"),
         ([*base, "--data", str(data_dir), "--reward-runs", "-1"], "the --reward-* weights must be >= 0"),
+        ([*base, "--data", str(data_dir), "--lr-scheduler", "wsd"], "--lr-scheduler must be one of cosine, linear"),
         (
             ["--model", str(tmp_path / "nowhere"), "--data", str(data_dir), "--output-dir", str(tmp_path / "r")],
             "nowhere",
