@@ -1,8 +1,10 @@
-"""What the training tests share: a tiny Llama built from scratch (no weights can be downloaded here), and how a
-command's exit code and error output are read."""
+"""What the training tests share: a tiny Llama built from scratch (no weights can be downloaded here), how a
+command's exit code and error output are read, and a `training.eval` output directory written by hand for the
+tools that read one."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,3 +25,26 @@ def outcome(main: Callable[[list[str]], int], argv: list[str], capsys) -> tuple[
     except SystemExit as exited:
         code = exited.code
     return code, capsys.readouterr().err
+
+
+def evaluation(out: Path, tasks: dict[str, tuple[str, list[tuple[str, bool]]]]) -> Path:
+    """A training.eval output directory made elsewhere (each task's recorded path does not exist here, so its copy
+    under OUT/tasks is read): task name -> (task source, [(candidate text, passed), ...])."""
+    (out / "tasks").mkdir(parents=True)
+    records = []
+    for name, (source, candidates) in tasks.items():
+        (out / "tasks" / f"{name}.py").write_text(source)
+        (out / "candidates" / name).mkdir(parents=True)
+        samples = []
+        for number, (text, passed) in enumerate(candidates):
+            (out / "candidates" / name / f"sample_{number}.py").write_text(text)
+            verdict = "correct" if passed else "incorrect"
+            samples.append(
+                {"verdict": verdict, "correct": passed, "candidate": f"candidates/{name}/sample_{number}.py"}
+            )
+        correct = sum(passed for _, passed in candidates)
+        records.append(
+            {"name": name, "id": name, "path": f"/elsewhere/tasks/{name}.py", "samples": samples, "correct": correct}
+        )
+    (out / "results.json").write_text(json.dumps({"tasks": records, "totals": {}}))
+    return out

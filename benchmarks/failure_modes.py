@@ -1,13 +1,20 @@
-"""Do a model's kernels cover their task's elements? For each `training.eval` output, how many kernels state a
-constant element count (`xnumel = 512`, as Inductor's kernels specialised to their inputs do), how many of those
-equal the task's element count (the product of its first input's shape), and how often each kind passed.
+"""Where do a model's kernels fail? Two tables over `training.eval` outputs of synthetic tasks.
 
-    python benchmarks/element_counts.py OUT [OUT ...]
+    python benchmarks/failure_modes.py OUT [OUT ...]
 
-What it answers: whether a small model's failures are its arithmetic (a wrong count makes a kernel read and write
-past its buffers or leave part of the output unwritten) or the computation itself. Tasks and kernels are read, never
-run: the task's shape comes from `get_inputs`' first `torch.randn(...)`/`torch.rand(...)` call, whose sizes are
-integers or names of module-level integer constants (the synthetic tasks'); other tasks count as `unknown`.
+Element counts: how many kernels state a constant element count (`xnumel = 512`, as Inductor's kernels specialised
+to their inputs do), how many of those equal the task's element count (the product of its first input's shape), and
+how often each kind passed. It tells a small model's arithmetic (a wrong count makes a kernel read and write past
+its buffers or leave part of the output unwritten) from its computation. The task's shape comes from `get_inputs`'
+first `torch.randn(...)`/`torch.rand(...)` call, whose sizes are integers or names of module-level integer
+constants (the synthetic tasks'); other tasks count as `unknown`.
+
+Ops: the share of samples that passed, per op of the chain the generator wrote in each task's docstring
+("Synthetic task (seed 20260): multiply_input -> relu."; a task of two ops counts for both): whether the failures
+are spread over every op or concentrated on a few the model never learnt, and which ops GRPO changed. Tasks without
+a synthetic docstring are counted on stderr and left out.
+
+Tasks and kernels are read, never run.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
+import re
 import sys
 from pathlib import Path
 
@@ -26,20 +34,23 @@ from training.rationale import constant_counts  # noqa: E402
 
 MAX_BYTES = 1_000_000  # a task or kernel file larger than this is not parsed (counted as `unknown` or `none`)
 KINDS = ("matches", "differs", "none", "unknown")
+CHAIN = re.compile(r'^"""Synthetic task \(seed \d+\): ([\w >-]+?)\.', re.MULTILINE)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("outputs", type=Path, nargs="+", help="training.eval output directories")
     args = parser.parse_args(argv)
-    rows = []
+    counts, ops = [], []
     try:
         for out in args.outputs:
-            rows.append((out, [(classify(s["task"], s["candidate"]), s["passed"]) for s in recorded_samples(out)]))
+            samples = recorded_samples(out)
+            counts.append((out, [(classify(s["task"], s["candidate"]), s["passed"]) for s in samples]))
+            ops.append(per_op(out, samples))
     except ValueError as exc:
-        print(f"element_counts.py: {exc}", file=sys.stderr)
+        print(f"failure_modes.py: {exc}", file=sys.stderr)
         return 2
-    print(table(rows))
+    print(count_table(counts) + "\n\n" + op_table(args.outputs, ops))
     return 0
 
 
@@ -106,7 +117,7 @@ def _parse(path: Path) -> ast.Module | None:
         return None
 
 
-def table(rows: list[tuple[Path, list[tuple[str, bool]]]]) -> str:
+def count_table(rows: list[tuple[Path, list[tuple[str, bool]]]]) -> str:
     """One line per evaluation: samples of each kind, and how many of them passed."""
     lines = [
         "| evaluation | samples | count matches (passed) | count differs (passed) | no count (passed) | task unknown |",
@@ -117,6 +128,36 @@ def table(rows: list[tuple[Path, list[tuple[str, bool]]]]) -> str:
         passed = collections.Counter(kind for kind, ok in samples if ok)
         cells = [f"{total[kind]} ({passed[kind]})" for kind in KINDS[:3]]
         lines.append(f"| {out} | {len(samples)} | {' | '.join(cells)} | {total['unknown']} |")
+    return "\n".join(lines)
+
+
+def per_op(out: Path, samples: list[dict]) -> dict[str, tuple[int, int]]:
+    """op -> (samples passed, samples) over the evaluation's synthetic tasks."""
+    passed: collections.Counter[str] = collections.Counter()
+    total: collections.Counter[str] = collections.Counter()
+    unknown = 0
+    for sample in samples:
+        match = CHAIN.search(sample["task"].read_text(errors="replace")[:2000])
+        if match is None:
+            unknown += 1
+            continue
+        for op in set(match.group(1).split(" -> ")):
+            total[op] += 1
+            passed[op] += bool(sample["passed"])
+    if unknown:
+        print(f"{out}: {unknown} samples left out, their task is not a synthetic one", file=sys.stderr)
+    return {op: (passed[op], total[op]) for op in total}
+
+
+def op_table(outputs: list[Path], columns: list[dict[str, tuple[int, int]]]) -> str:
+    """Ops by how many samples they have across the evaluations, then by name."""
+    counts: collections.Counter[str] = collections.Counter()
+    for column in columns:
+        counts.update({op: n for op, (_, n) in column.items()})
+    lines = ["| op | " + " | ".join(str(out) for out in outputs) + " |", "| --- |" + " --- |" * len(outputs)]
+    for op in sorted(counts, key=lambda op: (-counts[op], op)):
+        cells = [f"{column[op][0]}/{column[op][1]}" if op in column else "-" for column in columns]
+        lines.append(f"| {op} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
