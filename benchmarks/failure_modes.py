@@ -22,19 +22,18 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
-import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from training import synth  # noqa: E402
 from training.eval import recorded_samples  # noqa: E402
 from training.rationale import constant_counts  # noqa: E402
 
 MAX_BYTES = 1_000_000  # a task or kernel file larger than this is not parsed (counted as `unknown` or `none`)
 KINDS = ("matches", "differs", "none", "unknown")
-CHAIN = re.compile(r'^"""Synthetic task \(seed \d+\): ([\w >-]+?)\.', re.MULTILINE)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,11 +136,11 @@ def per_op(out: Path, samples: list[dict]) -> dict[str, tuple[int, int]]:
     total: collections.Counter[str] = collections.Counter()
     unknown = 0
     for sample in samples:
-        match = CHAIN.search(sample["task"].read_text(errors="replace")[:2000])
-        if match is None:
+        chain = synth.ops_of(sample["task"].read_text(errors="replace")[:2000])
+        if chain is None:
             unknown += 1
             continue
-        for op in set(match.group(1).split(" -> ")):
+        for op in set(chain):
             total[op] += 1
             passed[op] += bool(sample["passed"])
     if unknown:

@@ -1,9 +1,11 @@
 """The reward curve of a `training.grpo` run: per optimizer step, the mean reward, the share of verified replies
-and the step's seconds, as a markdown table on stdout and a plot.
+and the step's seconds, as a markdown table on stdout and a plot; for synthetic tasks, also the share of replies
+verified correct per op, in the first and the second half of the run: which ops the policy is learning.
 
     python benchmarks/reward_curve.py RUN_DIR [--plot RUN_DIR/reward_curve.png]
 
-Reads `RUN_DIR/log.jsonl` (the trainer's logs) and `RUN_DIR/steps.jsonl` (each step's seconds).
+Reads `RUN_DIR/log.jsonl` (the trainer's logs), `RUN_DIR/steps.jsonl` (each step's seconds) and
+`RUN_DIR/rewards.jsonl` (each verified reply, with the first line of the task it answered).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from training import grpo, jsonl, models  # noqa: E402
+from training import grpo, jsonl, models, synth  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reward_curve.py: {log} holds no step with a reward", file=sys.stderr)
         return 1
     print(table(rows))
+    ops = by_op(jsonl.read(args.run / grpo.REWARDS_LOG))
+    if ops:
+        print("\n" + op_table(ops))
     path = args.plot or args.run / "reward_curve.png"
     if plot(rows, path):
         print(f"\nplot: {path}")
@@ -59,6 +64,32 @@ def table(rows: list[dict]) -> str:
     for row in rows:
         cells = [row["step"], f"{row['reward']:.3f}", f"{row['correct']:.3f}", _number(row["format"])]
         lines.append("| " + " | ".join(str(cell) for cell in [*cells, _number(row["seconds"], 1)]) + " |")
+    return "\n".join(lines)
+
+
+def by_op(replies: list[dict]) -> dict[str, list[int]]:
+    """op -> [replies, correct] in the first half of the verified replies (the order they were verified in), then
+    the same in the second half, over the replies to synthetic tasks."""
+    counts: dict[str, list[int]] = {}
+    for index, reply in enumerate(replies):
+        chain = synth.ops_of(reply.get("task_first_line", ""))
+        if chain is None:
+            continue
+        half = 0 if index < len(replies) // 2 else 2
+        for op in set(chain):
+            tally = counts.setdefault(op, [0, 0, 0, 0])
+            tally[half] += 1
+            tally[half + 1] += bool(reply.get("passed"))
+    return counts
+
+
+def op_table(counts: dict[str, list[int]]) -> str:
+    lines = ["| op | replies, first half | share correct | replies, second half | share correct |"]
+    lines.append("| --- | --- | --- | --- | --- |")
+    for op in sorted(counts, key=lambda op: (-counts[op][0] - counts[op][2], op)):
+        first, first_ok, second, second_ok = counts[op]
+        shares = [_number(ok / n if n else None) for ok, n in ((first_ok, first), (second_ok, second))]
+        lines.append(f"| {op} | {first} | {shares[0]} | {second} | {shares[1]} |")
     return "\n".join(lines)
 
 

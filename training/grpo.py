@@ -15,7 +15,7 @@ Written to the run directory:
 
 - `config.yaml`: the resolved arguments;
 - `log.jsonl`: every log of the trainer (rewards per term, verdict shares, KL, loss), one object a line;
-- `rewards.jsonl`: every verified reply's verdict, rules, speedup and message;
+- `rewards.jsonl`: every verified reply's verdict, rules, speedup and message, and the task it answered;
 - `steps.jsonl`: each step's seconds, split into generation, reward (verification) and update;
 - `checkpoint-N/`: the trainer's checkpoints; a re-run on the same directory resumes from the last one;
 - `final/`: the model and its tokenizer, which `transformers` and vLLM load as is (LoRA merged in, unless

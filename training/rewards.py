@@ -180,7 +180,7 @@ class VerifierRewards:
     async def _verify(self, key: str, task: str, code: str) -> Report:
         async with self._semaphore:
             report = await asyncio.to_thread(self._verify_now, key, task, code)
-        self._write_log(key, report)
+        self._write_log(key, task, report)
         return report
 
     def _verify_now(self, key: str, task: str, code: str) -> Report:
@@ -218,12 +218,16 @@ class VerifierRewards:
                 return
             del self._reports[oldest]
 
-    def _write_log(self, key: str, report: Report) -> None:
+    def _write_log(self, key: str, task: str, report: Report) -> None:
+        """One line of `rewards.jsonl`: the reply's verdict and how it was reached, with the task it answered (a
+        hash to group the replies of a prompt, and the task's first line, which names a synthetic task's ops)."""
         if self.log is None:
             return
         timing = report.timing or {}
         line = {
             "key": key[:16],
+            "task": hashlib.sha256(task.encode()).hexdigest()[:16],
+            "task_first_line": task.lstrip().split("\n", 1)[0][:120],
             "verdict": report.verdict,
             "passed": passed(report),
             "rules": sorted({v["rule"] for v in report.violations}),

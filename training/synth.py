@@ -11,6 +11,7 @@ would have a dimension left to work on).
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 SIZES = {
@@ -23,6 +24,7 @@ FAMILIES = ("gemm", "elementwise", "activation", "norm", "softmax", "reduction")
 CHAINED = FAMILIES[1:]  # the families of the ops after the input (or the GEMM)
 CHAIN_WEIGHTS = {"elementwise": 4, "activation": 4, "norm": 2, "softmax": 1, "reduction": 1}
 MAX_OPS = 5
+TITLE = re.compile(r'"""Synthetic task \(seed \d+\): ([\w >-]+?)\."""')  # the docstring `_module` writes
 
 ACTIVATIONS = {
     "relu": "torch.relu(x)",
@@ -103,6 +105,13 @@ def generate(
     description = " -> ".join(names)
     source = _module(seed, description, rows, features, out_features, dtype, gemm, uses_y, steps)
     return SynthTask(seed, f"synth_{seed}_{'_'.join(names)}", source, families, description)
+
+
+def ops_of(source: str) -> list[str] | None:
+    """The op chain a synthetic task's first line names (`generate`'s description, split); None for any other
+    task. It lets an analysis group results by op from the task text alone."""
+    match = TITLE.match(source.lstrip()[:500])
+    return match.group(1).split(" -> ") if match else None
 
 
 def check(sizes: str, dtypes: tuple[str, ...], families: tuple[str, ...] = FAMILIES, max_ops: int = MAX_OPS) -> None:

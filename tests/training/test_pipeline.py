@@ -13,7 +13,7 @@ import pytest
 
 from model_server import prompts
 from model_server.backends import BackendConfig, GenerationRequest, create_backend
-from training import data, eval, grpo, models, scratch, sft
+from training import data, eval, grpo, models, scratch, sft, synth
 
 REWARD_CURVE = Path(__file__).parents[2] / "benchmarks" / "reward_curve.py"
 SEED = 4  # synthetic tasks 4-8: four land in the train split and one in the held-out test split
@@ -52,6 +52,16 @@ def test_data_sft_grpo_and_eval_run_end_to_end_on_a_cpu(tmp_path, capsys):
     rows = [line.strip("| ").split(" | ") for line in curve.stdout.splitlines() if line[2:3].isdigit()]
     assert [row[0] for row in rows] == ["1", "2"], curve.stdout
     assert [row[2] for row in rows] == ["0.000", "0.000"], "no reply of a scratch model is verified correct"
+    trained_ops = {
+        op
+        for line in (corpus / "rl.autotriton.jsonl").read_text().splitlines()
+        if json.loads(line)["split"] == "train"
+        for op in synth.ops_of(json.loads(line)["task"])
+    }
+    op_table = curve.stdout.split("| op | replies, first half | share correct |", 1)[1].split("\n\n")[0]
+    op_rows = [line.strip("| ").split(" | ") for line in op_table.splitlines()[2:]]
+    assert op_rows and {row[0] for row in op_rows} <= trained_ops, "the replies counted per op of their tasks"
+    assert all(row[2] in ("0.000", "-") and row[4] in ("0.000", "-") for row in op_rows), curve.stdout
     assert (grpo_run / "reward_curve.png").is_file() == (importlib.util.find_spec("matplotlib") is not None)
 
     eval_flags = ["--suite", str(corpus / "rl.autotriton.jsonl"), "--backend", "transformers"]

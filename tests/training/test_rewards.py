@@ -4,6 +4,7 @@ and hanging completions."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 
@@ -58,6 +59,9 @@ def test_only_a_verified_completion_earns_the_correctness_reward(pool, tmp_path)
     assert no_code == [0.0, 0.0, 0.0, 0.0] and empty == [0.0, 0.0, 0.0, 0.0]
     logged = [json.loads(line) for line in (tmp_path / "rewards.jsonl").read_text().splitlines()]
     assert len(logged) == 4, "one line per verified reply; a reply without code is verified as it is, as serving does"
+    assert {(line["task"], line["task_first_line"]) for line in logged} == {
+        (hashlib.sha256(ADD.encode()).hexdigest()[:16], ADD.lstrip().splitlines()[0])
+    }, "each reply names the task it answered"
     assert metrics["verdicts/correct"] == [0.2] and metrics["verdicts/rejected"] == [0.4]
     assert metrics["verdicts/empty"] == [0.2] and sum(v[0] for v in metrics.values()) == pytest.approx(1.0)
 

@@ -10,6 +10,7 @@ import types
 import pytest
 import torch
 
+from tests.conftest import FIXTURES
 from training import synth
 
 
@@ -85,3 +86,11 @@ def test_families_and_max_ops_narrow_the_chains_and_the_defaults_draw_as_before(
 def test_bad_families_and_max_ops_are_named(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         synth.generate(0, **kwargs)
+
+
+def test_the_op_chain_is_read_back_from_the_task_text():
+    for seed in range(40):
+        task = synth.generate(seed)
+        assert synth.ops_of(task.source) == task.description.split(" -> "), task.source.splitlines()[0]
+    assert synth.ops_of((FIXTURES / "tasks" / "add.py").read_text()) is None
+    assert synth.ops_of('"""Synthetic task (seed 1): relu."""\n'.replace("relu", "relu; import os")) is None
