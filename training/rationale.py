@@ -5,7 +5,8 @@ does around them.
 It states only what the code shows, so it can never disagree with the kernel that follows it. The element counts
 come first, multiplied out from the input shapes, because a kernel specialised to its inputs writes them as
 constants (`xnumel = 512`) long before `forward` names the shapes: a small model that has to produce the count
-there, with the shape many lines back in the prompt, gets it wrong more often than any other part of the kernel.
+there, with the shape many lines back in the prompt, mostly gets it wrong (a 135M model trained without these
+steps got it right in 28% of its held-out kernels, and with them in all of those that state one).
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ def _forward(tree: ast.Module) -> ast.FunctionDef | None:
 
 
 def _input_sizes(forward: ast.FunctionDef) -> list[str]:
-    """ "`x` has shape (8, 64), 8 * 64 = 512 elements" for each input whose shape `forward` checks against
-    constants, in the order it checks them."""
+    """For each input whose shape `forward` checks against constants, in the order it checks them: "`x` has
+    shape (8, 64), 8 * 64 = 512 elements"."""
     sizes: dict[str, str] = {}
     checks = sorted(
         (node for node in ast.walk(forward) if isinstance(node, ast.Compare)), key=lambda n: (n.lineno, n.col_offset)
