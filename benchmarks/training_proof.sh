@@ -7,17 +7,17 @@
 #
 # DATA_DIR may hold an earlier training.data run of the same settings: only its missing tasks are converted
 # (DATA_DEVICE, default DEVICE, says where: a directory built on a CPU keeps its record with DATA_DEVICE=cpu).
-# MODEL_DIR may appear while the data is being built (the script waits for MODEL_DIR/config.json). Each stage
-# writes RUN_DIR/STAGE.log; a re-run skips the trainings that wrote final/ and resumes the rest. RUN_DIR/summary.md
-# holds the table of the three evaluations, the paired comparison of GRPO with SFT (`compare_evals.py`) and the
-# reward curve. The environment sets the sizes (defaults: the recorded run) and extra flags: DATA_EXTRA for
-# training.data (e.g. "--families elementwise activation --max-ops 2 --no-rationale"), GRPO_EXTRA for training.grpo
-# and EVAL_EXTRA for training.eval and the server (defaults: the static-cache generation, `--fast-generation` and
-# `--compile`; set them empty for transformers' eager `generate`). The evaluations sample EVAL_SAMPLES replies per
-# task at EVAL_TEMPERATURE (0: greedy, one reply is enough) from the `test` split of EVAL_SUITE (default: DATA's RL
-# prompts; a larger held-out set is another training.data run's, see docs/TRAINING.md). BASE_SAMPLES (default
-# EVAL_SAMPLES) is the base model's samples per task, so that an earlier run's base evaluation can be reused; 0 skips
-# it. CONVERT=0 skips the last stage (serving the GRPO model and converting a task through it).
+# MODEL_DIR may appear while the data is being built (the script waits for MODEL_DIR/config.json). Each stage writes
+# RUN_DIR/STAGE.log; a re-run skips the trainings that wrote final/ and resumes the rest. RUN_DIR/summary.md holds the
+# table of the three evaluations, the paired comparison of GRPO with SFT (`compare_evals.py`), where the kernels fail
+# (`failure_modes.py`: element counts, pass@1 per op) and the reward curve. The environment sets the sizes (defaults:
+# the recorded run) and extra flags: DATA_EXTRA for training.data (e.g. "--families elementwise activation --max-ops
+# 2"), GRPO_EXTRA for training.grpo and EVAL_EXTRA for training.eval and the server (defaults: the static-cache
+# generation, `--fast-generation` and `--compile`; set them empty for transformers' eager `generate`). The evaluations
+# sample EVAL_SAMPLES replies per task at EVAL_TEMPERATURE (0: greedy, one reply is enough) from the `test` split of
+# EVAL_SUITE (default: DATA's RL prompts; a larger held-out set is another training.data run's, see docs/TRAINING.md).
+# BASE_SAMPLES (default EVAL_SAMPLES) is the base model's samples per task, so that an earlier run's base evaluation
+# can be reused; 0 skips it. CONVERT=0 skips the last stage (serving the GRPO model and converting a task through it).
 set -uo pipefail
 
 MODEL=$1 DATA=$2 RUN=$3
@@ -105,6 +105,8 @@ EOF
 {
     echo
     python3 benchmarks/compare_evals.py "$RUN/eval-sft" "$RUN/eval-grpo"
+    echo
+    python3 benchmarks/failure_modes.py "$RUN/eval-sft" "$RUN/eval-grpo"
     echo
     python3 benchmarks/reward_curve.py "$RUN/grpo"
 } >>"$RUN/summary.md"
