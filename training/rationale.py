@@ -12,6 +12,7 @@ steps got it right in 28% of its held-out kernels, and with them in all of those
 from __future__ import annotations
 
 import ast
+import math
 
 REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "cumsum", "associative_scan", "xor_sum"}
 
@@ -96,12 +97,9 @@ def _input_sizes(forward: ast.FunctionDef) -> list[str]:
         ):
             continue
         dims = [e.value for e in right.elts]
-        count = 1
-        for dim in dims:
-            count *= dim
-        shape = f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(map(str, dims))})"
+        count = math.prod(dims)
         product = f"{' * '.join(map(str, dims))} = {count}" if len(dims) > 1 else str(count)
-        sizes.setdefault(left.value.id, f"`{left.value.id}` has shape {shape}, {product} elements")
+        sizes.setdefault(left.value.id, f"`{left.value.id}` has shape {tuple(dims)}, {product} elements")
     return list(sizes.values())
 
 
