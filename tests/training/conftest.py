@@ -27,22 +27,22 @@ def outcome(main: Callable[[list[str]], int], argv: list[str], capsys) -> tuple[
     return code, capsys.readouterr().err
 
 
-def evaluation(out: Path, tasks: dict[str, tuple[str, list[tuple[str, bool]]]]) -> Path:
+def evaluation(out: Path, tasks: dict[str, tuple[str, list[tuple[str | None, str]]]]) -> Path:
     """A training.eval output directory made elsewhere (each task's recorded path does not exist here, so its copy
-    under OUT/tasks is read): task name -> (task source, [(candidate text, passed), ...])."""
+    under OUT/tasks is read): task name -> (task source, [(candidate text, recorded verdict), ...]). A sample passed
+    if its verdict is `correct`; one whose text is None has no file (it did not come back from that machine)."""
     (out / "tasks").mkdir(parents=True)
     records = []
     for name, (source, candidates) in tasks.items():
         (out / "tasks" / f"{name}.py").write_text(source)
         (out / "candidates" / name).mkdir(parents=True)
         samples = []
-        for number, (text, passed) in enumerate(candidates):
-            (out / "candidates" / name / f"sample_{number}.py").write_text(text)
-            verdict = "correct" if passed else "incorrect"
-            samples.append(
-                {"verdict": verdict, "correct": passed, "candidate": f"candidates/{name}/sample_{number}.py"}
-            )
-        correct = sum(passed for _, passed in candidates)
+        for number, (text, verdict) in enumerate(candidates):
+            path = f"candidates/{name}/sample_{number}.py"
+            if text is not None:
+                (out / path).write_text(text)
+            samples.append({"verdict": verdict, "correct": verdict == "correct", "candidate": path})
+        correct = sum(sample["correct"] for sample in samples)
         records.append(
             {"name": name, "id": name, "path": f"/elsewhere/tasks/{name}.py", "samples": samples, "correct": correct}
         )

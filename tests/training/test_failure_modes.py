@@ -34,10 +34,10 @@ def test_sorts_the_kernels_by_whether_they_state_the_task_element_count(tmp_path
     rows = int(task.source.split("rows = ")[1].split("\n")[0])
     features = int(task.source.split("features = ")[1].split("\n")[0])
     candidates = [
-        (KERNEL.format(count=rows * features), True),
-        (KERNEL.format(count=rows * features), False),
-        (KERNEL.format(count=rows * features * 2), False),
-        ("def broken(:\n", False),
+        (KERNEL.format(count=rows * features), "correct"),
+        (KERNEL.format(count=rows * features), "incorrect"),
+        (KERNEL.format(count=rows * features * 2), "incorrect"),
+        ("def broken(:\n", "compile_error"),
     ]
     out = evaluation(tmp_path / "eval", {"task": (task.source, candidates)})
     result = run(out)
@@ -47,7 +47,7 @@ def test_sorts_the_kernels_by_whether_they_state_the_task_element_count(tmp_path
 
 def test_a_task_whose_shape_cannot_be_read_is_unknown(tmp_path):
     source = "import torch\n\n\ndef get_inputs():\n    return [torch.randn(*SHAPE)]\n"
-    out = evaluation(tmp_path / "eval", {"task": (source, [(KERNEL.format(count=8), True)])})
+    out = evaluation(tmp_path / "eval", {"task": (source, [(KERNEL.format(count=8), "correct")])})
     result = run(out)
     assert f"| {out} | 1 | 0 (0) | 0 (0) | 0 (0) | 1 |" in result.stdout
 
@@ -60,9 +60,9 @@ def test_each_sample_counts_for_every_op_of_its_task(tmp_path):
     one, two = (synth.generate(seed, families=("elementwise", "activation"), max_ops=2) for seed in (5001, 5002))
     assert not set(ops(one)) & set(ops(two)) and len(ops(one)) == len(ops(two)) == 2
     tasks = {
-        "one": (one.source, [("", True), ("", False)]),
-        "two": (two.source, [("", False)]),
-        "other": ("import torch\n", [("", True)]),
+        "one": (one.source, [("", "correct"), ("", "incorrect")]),
+        "two": (two.source, [("", "incorrect")]),
+        "other": ("import torch\n", [("", "correct")]),
     }
     out = evaluation(tmp_path / "eval", tasks)
     result = run(out)

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.training.conftest import evaluation
 
 ROOT = Path(__file__).parents[2]
 AGREEMENT = ROOT / "benchmarks" / "verdict_agreement.py"
@@ -16,23 +16,11 @@ WRONG_RELU = (FIXTURES / "candidates" / "relu_ok.py").read_text().replace("tl.ma
 
 
 def test_counts_where_the_new_device_disagrees_with_the_recorded_verdict(tmp_path):
-    out = tmp_path / "eval"
-    (out / "tasks").mkdir(parents=True)
-    shutil.copy(FIXTURES / "tasks" / "relu.py", out / "tasks" / "relu.py")
-    candidates = out / "candidates" / "relu"
-    candidates.mkdir(parents=True)
-    shutil.copy(FIXTURES / "candidates" / "relu_ok.py", candidates / "sample_0.py")
-    (candidates / "sample_1.py").write_text(WRONG_RELU)
-    shutil.copy(FIXTURES / "candidates" / "relu_ok.py", candidates / "sample_2.py")
-    # sample_2: a GPU's hiccup; sample_3: its file did not come back from the machine that evaluated.
-    recorded = [("correct", True), ("incorrect", False), ("runtime_error", False), ("correct", True)]
-    samples = [
-        {"verdict": verdict, "correct": correct, "candidate": f"candidates/relu/sample_{number}.py"}
-        for number, (verdict, correct) in enumerate(recorded)
-    ]
-    # The task's path is where the evaluation ran (another machine): the copy under OUT/tasks is read instead.
-    task = {"name": "relu", "id": "x", "path": "/elsewhere/eval/tasks/relu.py", "samples": samples, "correct": 1}
-    (out / "results.json").write_text(json.dumps({"tasks": [task], "totals": {}}))
+    good = (FIXTURES / "candidates" / "relu_ok.py").read_text()
+    # sample_2: a GPU's hiccup; sample_3: its file did not come back from the machine that evaluated. The task's
+    # path is where the evaluation ran (another machine): the copy under OUT/tasks is read instead.
+    recorded = [(good, "correct"), (WRONG_RELU, "incorrect"), (good, "runtime_error"), (None, "correct")]
+    out = evaluation(tmp_path / "eval", {"relu": ((FIXTURES / "tasks" / "relu.py").read_text(), recorded)})
 
     result = subprocess.run(
         [sys.executable, str(AGREEMENT), str(out), "--device", "cpu", "--workers", "2", "--timeout", "60"],
