@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     if not common:
         print(f"compare_evals.py: {args.a} and {args.b} share no evaluated task", file=sys.stderr)
         return 1
-    print(table(compare([a[key] for key in common], [b[key] for key in common]), args.a.name, args.b.name))
+    print(table(compare([a[key] for key in common], [b[key] for key in common]), *labels(args.a, args.b)))
     left_out = len(a.keys() ^ b.keys())
     if left_out:
         print(f"\n{left_out} tasks evaluated on one side only are left out.")
@@ -92,6 +92,15 @@ def sign_flip_p(diffs: list[float], rng: random.Random) -> float:
         return hits / 2 ** len(nonzero)
     hits = sum(sum(d if rng.random() < 0.5 else -d for d in nonzero) >= observed for _ in range(DRAWS))
     return hits / DRAWS
+
+
+def labels(a: Path, b: Path) -> tuple[str, str]:
+    """The two directories' names, with as many parent folders as tell them apart (run-g/eval-sft, run-h/eval-sft)."""
+    parts_a, parts_b = a.resolve().parts, b.resolve().parts
+    depth = 1
+    while depth < min(len(parts_a), len(parts_b)) and parts_a[-depth:] == parts_b[-depth:]:
+        depth += 1
+    return "/".join(parts_a[-depth:]), "/".join(parts_b[-depth:])
 
 
 def table(result: dict, name_a: str, name_b: str) -> str:

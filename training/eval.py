@@ -22,8 +22,9 @@ run failed in the verifier, out of GPU memory beside other jobs say, says nothin
 
 Written to the output directory:
 
-- `tasks.jsonl`: one line per finished task (its samples' verdicts, speedups and messages), appended as each
-  finishes; a re-run on the same directory skips the tasks it holds;
+- `tasks.jsonl`: one line per finished task (its samples' verdicts, speedups, messages and the seconds of each
+  verification's phases), appended as each finishes; a re-run on the same directory skips the tasks it holds, and
+  `benchmarks/compare_evals.py` reads it where an evaluation was cut short before `results.json`;
 - `candidates/TASK/sample_I.py`: every candidate, as verified;
 - `results.json`: every task and the totals (pass@k, fast_p, verdict counts, backend, model, device, date, and
   the seconds this invocation took);
@@ -198,11 +199,16 @@ def evaluate(args: EvalArgs) -> int:
 
 def read_results(out: Path) -> list[dict]:
     """The task records of an earlier evaluation's output directory, for the tools that compare evaluations
-    (ValueError naming the file and what is wrong with it)."""
+    (ValueError naming the file and what is wrong with it). An evaluation cut short before `results.json` gives the
+    tasks it finished, from `tasks.jsonl`, and says so on stderr."""
     path = out / RESULTS_FILE
     try:
         tasks = json.loads(path.read_text())["tasks"]
     except FileNotFoundError:
+        if (out / TASKS_FILE).is_file():
+            tasks = jsonl.read(out / TASKS_FILE)
+            print(f"{out}: no {RESULTS_FILE} (cut short?): the {len(tasks)} tasks {TASKS_FILE} holds", file=sys.stderr)
+            return tasks
         raise ValueError(f"{path} does not exist: is {out} a training.eval output directory?") from None
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise ValueError(f"{path} is not a training.eval results file ({exc})") from None
@@ -420,6 +426,7 @@ def verify_sample(pool, task: Path, candidate: Path, args: EvalArgs) -> dict:
         "speedup_vs_compile": timing.get("speedup_vs_compile"),
         "rules": sorted({v["rule"] for v in report.violations}),
         "message": report.message.replace(f"{candidate.parent}/", "")[:500],
+        "phases": report.phases,
     }
 
 

@@ -65,3 +65,27 @@ def test_bad_directories_are_named(tmp_path):
     disjoint = compare(good, evaluation(tmp_path / "other", {"t9": 1}))
     assert disjoint.returncode == 1
     assert "share no evaluated task" in disjoint.stderr
+
+
+def test_an_evaluation_cut_short_is_compared_on_the_tasks_it_finished(tmp_path):
+    a = evaluation(tmp_path / "sft", {"t1": 0, "t2": 1, "t3": 4})
+    finished = evaluation(tmp_path / "grpo", {"t1": 4, "t2": 1})
+    # what training.eval leaves when its machine goes away: tasks.jsonl, the last line cut short, no results.json
+    records = json.loads((finished / "results.json").read_text())["tasks"]
+    (finished / "results.json").unlink()
+    lines = [json.dumps(record) for record in records]
+    (finished / "tasks.jsonl").write_text("\n".join(lines) + '\n{"name": "t3", "id": "id-t3", "sam')
+    result = compare(a, finished)
+    assert result.returncode == 0, result.stderr
+    assert row(result.stdout)[:3] == ["2", "0.125", "0.625"]
+    assert f"{finished}: no results.json (cut short?): the 2 tasks tasks.jsonl holds" in result.stderr
+    assert "1 tasks evaluated on one side only are left out." in result.stdout
+
+
+def test_evaluations_of_the_same_name_are_told_apart_by_their_folders(tmp_path):
+    (tmp_path / "run-g").mkdir()
+    (tmp_path / "run-h").mkdir()
+    a = evaluation(tmp_path / "run-g" / "eval-sft", {"t1": 1})
+    b = evaluation(tmp_path / "run-h" / "eval-sft", {"t1": 2})
+    header = compare(a, b).stdout.splitlines()[0]
+    assert "| pass@1 run-g/eval-sft | pass@1 run-h/eval-sft |" in header

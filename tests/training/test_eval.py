@@ -208,6 +208,8 @@ def test_inductor_kernels_pass_every_task_and_a_rerun_only_evaluates_new_ones(tm
     for task in results["tasks"]:
         assert task["correct"] == 1 and task["error"] is None
         assert (out / task["samples"][0]["candidate"]).read_text().count("@triton.jit") >= 1
+        phases = task["samples"][0]["phases"]  # where a verification's time went, as the verifier measured it
+        assert 0 < phases["candidate_s"] <= phases["total_s"]
     assert (out / "fast_p.png").stat().st_size > 0 and (out / "config.yaml").exists()
     printed = capsys.readouterr()
     assert "| relu | 1/1 | correct 1 |" in printed.out and "| pass@1 | 1.000 |" in printed.out
