@@ -16,6 +16,10 @@
 # generation, `--fast-generation` and `--compile`; set them empty for transformers' eager `generate`). The evaluations
 # sample EVAL_SAMPLES replies per task at EVAL_TEMPERATURE (0: greedy, one reply is enough) from the `test` split of
 # EVAL_SUITE (default: DATA's RL prompts; a larger held-out set is another training.data run's, see docs/TRAINING.md).
+# SFT_EVAL_EXTRA adds flags to the SFT model's evaluation only (e.g. `--no-timing`: pass@1 without fast_p, a few
+# minutes instead of the timed evaluation's 10-16 beside GRPO).
+# GRPO_DATA (default DATA) is the directory whose `train` RL prompts GRPO samples: prompts SFT never saw, such as the
+# `train` split of the run that holds EVAL_SUITE's `test` tasks.
 # BASE_SAMPLES (default EVAL_SAMPLES) is the base model's samples per task, so that an earlier run's base evaluation
 # can be reused; 0 skips it. CONVERT=0 skips the last stage (serving the GRPO model and converting a task through it).
 set -uo pipefail
@@ -32,9 +36,9 @@ GRPO_ACCUMULATION=${GRPO_ACCUMULATION:-2}
 GRPO_LENGTH=${GRPO_LENGTH:-3072} GRPO_TEMPERATURE=${GRPO_TEMPERATURE:-0.8}
 EVAL_SAMPLES=${EVAL_SAMPLES:-4} BASE_SAMPLES=${BASE_SAMPLES:-$EVAL_SAMPLES}
 EVAL_TOKENS=${EVAL_TOKENS:-3072} EVAL_BATCH=${EVAL_BATCH:-128} EVAL_TEMPERATURE=${EVAL_TEMPERATURE:-0.8}
-EVAL_SUITE=${EVAL_SUITE:-$DATA/rl.autotriton.jsonl}
+EVAL_SUITE=${EVAL_SUITE:-$DATA/rl.autotriton.jsonl} GRPO_DATA=${GRPO_DATA:-$DATA}
 PORT=${PORT:-8799} CONVERT=${CONVERT:-1}
-DATA_EXTRA=${DATA_EXTRA-} GRPO_EXTRA=${GRPO_EXTRA---fast-generation} EVAL_EXTRA=${EVAL_EXTRA---compile}
+DATA_EXTRA=${DATA_EXTRA-} GRPO_EXTRA=${GRPO_EXTRA---fast-generation} EVAL_EXTRA=${EVAL_EXTRA---compile} SFT_EVAL_EXTRA=${SFT_EVAL_EXTRA-}
 mkdir -p "$RUN"
 python3 -c "import trl, datasets, fastapi, uvicorn" 2>/dev/null || {
     echo "training_proof.sh: trl, datasets, fastapi and uvicorn must import: pip install -e '.[train,serve]'" >&2
@@ -51,11 +55,13 @@ stage() {  # stage NAME COMMAND...: run it, its output in RUN/NAME.log, and say 
     return $status
 }
 
-evaluate() {  # evaluate NAME MODEL [SAMPLES]: pass@k and fast_p of MODEL on the held-out tasks
-    stage "eval-$1" python3 -m training.eval --suite "$EVAL_SUITE" --split test --temperature "$EVAL_TEMPERATURE" \
-        --backend transformers --model "$2" --samples "${3:-$EVAL_SAMPLES}" --max-tokens "$EVAL_TOKENS" \
-        --batch "$EVAL_BATCH" --device "$DEVICE" --workers "$VERIFY_WORKERS" --trials 3 --output-dir "$RUN/eval-$1" \
-        $EVAL_EXTRA
+evaluate() {  # evaluate NAME MODEL SAMPLES [FLAGS...]: pass@k and fast_p of MODEL on the held-out tasks
+    local name=$1 model=$2 samples=$3
+    shift 3
+    stage "eval-$name" python3 -m training.eval --suite "$EVAL_SUITE" --split test --temperature "$EVAL_TEMPERATURE" \
+        --backend transformers --model "$model" --samples "$samples" --max-tokens "$EVAL_TOKENS" \
+        --batch "$EVAL_BATCH" --device "$DEVICE" --workers "$VERIFY_WORKERS" --trials 3 --output-dir "$RUN/eval-$name" \
+        $EVAL_EXTRA "$@"
 }
 
 stage data python3 -m training.data --output-dir "$DATA" --synthetic "$SYNTHETIC" --seed "$SEED" \
@@ -72,15 +78,15 @@ wait $data || exit 1
     --output-dir "$RUN/sft" --epochs "$SFT_EPOCHS" --learning-rate "$SFT_LR" --per-device-batch-size "$SFT_BATCH" \
     --gradient-accumulation "$SFT_ACCUMULATION" --max-length "$SFT_MAX_LENGTH" --logging-steps 5 --save-steps 1000 \
     || exit 1
-evaluate sft "$RUN/sft/final" &
+evaluate sft "$RUN/sft/final" "$EVAL_SAMPLES" $SFT_EVAL_EXTRA &
 sft=$!
-[ -f "$RUN/grpo/final/config.json" ] || stage grpo python3 -m training.grpo --data "$DATA" --model "$RUN/sft/final" \
+[ -f "$RUN/grpo/final/config.json" ] || stage grpo python3 -m training.grpo --data "$GRPO_DATA" --model "$RUN/sft/final" \
     --output-dir "$RUN/grpo" --max-minutes "$GRPO_MINUTES" --learning-rate "$GRPO_LR" --num-generations 8 \
     --per-device-batch-size "$GRPO_BATCH" --gradient-accumulation "$GRPO_ACCUMULATION" \
     --max-completion-length "$GRPO_LENGTH" --temperature "$GRPO_TEMPERATURE" \
     --verify-device "$DEVICE" --verify-workers "$VERIFY_WORKERS" --trials 3 --verify-timeout 60 \
     --save-steps 1000 $GRPO_EXTRA || exit 1
-evaluate grpo "$RUN/grpo/final" &
+evaluate grpo "$RUN/grpo/final" "$EVAL_SAMPLES" &
 grpo=$!
 wait $base $sft
 wait $grpo || exit 1
