@@ -1,13 +1,14 @@
 """Whether one model beats another on the same held-out tasks: two `training.eval` outputs compared task by task.
 
-    python benchmarks/compare_evals.py OUT_A OUT_B
+    python benchmarks/compare_evals.py OUT_A OUT_B [OUT_A2 OUT_B2 ...]
 
 Pairs the tasks both evaluated (by name and content hash) and prints, as a markdown table, each side's pass@1 on
 them, the difference, how many tasks got better or worse, a bootstrap 95% interval of the difference and the
 one-sided p-value of B > A under a sign-flip permutation test. The test asks how often a difference this large
 comes from chance alone: under "B is no better than A", each task's difference is as likely to have either sign.
 Samples of one task are not independent (a near-deterministic model writes the same kernel four times), so the
-task, not the sample, is the unit here.
+task, not the sample, is the unit here. Several pairs (two runs of one recipe, say, each SFT model against its own
+GRPO model) get a row each and a last row that pools their tasks: a task of each pair is one unit.
 """
 
 from __future__ import annotations
@@ -30,22 +31,42 @@ SEED = 0
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("a", type=Path, help="the baseline's training.eval output directory")
-    parser.add_argument("b", type=Path, help="the challenger's training.eval output directory")
+    parser.add_argument(
+        "outs",
+        nargs="+",
+        type=Path,
+        metavar="OUT",
+        help="training.eval output directories in pairs, the baseline's then the challenger's: A B [A2 B2 ...]",
+    )
     args = parser.parse_args(argv)
-    try:
-        a, b = pass_rates(args.a), pass_rates(args.b)
-    except ValueError as exc:
-        print(f"compare_evals.py: {exc}", file=sys.stderr)
+    if len(args.outs) % 2:
+        print(
+            f"compare_evals.py: give the directories in pairs (baseline, challenger); got {len(args.outs)}",
+            file=sys.stderr,
+        )
         return 2
-    common = sorted(a.keys() & b.keys())
-    if not common:
-        print(f"compare_evals.py: {args.a} and {args.b} share no evaluated task", file=sys.stderr)
-        return 1
-    print(table(compare([a[key] for key in common], [b[key] for key in common]), *labels(args.a, args.b)))
-    left_out = len(a.keys() ^ b.keys())
-    if left_out:
-        print(f"\n{left_out} tasks evaluated on one side only are left out.")
+    names = labels(args.outs)
+    rows, pooled_a, pooled_b = [], [], []
+    for index in range(0, len(args.outs), 2):
+        out_a, out_b = args.outs[index], args.outs[index + 1]
+        try:
+            a, b = pass_rates(out_a), pass_rates(out_b)
+        except ValueError as exc:
+            print(f"compare_evals.py: {exc}", file=sys.stderr)
+            return 2
+        common = sorted(a.keys() & b.keys())
+        if not common:
+            print(f"compare_evals.py: {out_a} and {out_b} share no evaluated task", file=sys.stderr)
+            return 1
+        pooled_a += [a[key] for key in common]
+        pooled_b += [b[key] for key in common]
+        left_out = len(a.keys() ^ b.keys())
+        note = f"{left_out} tasks evaluated on one side only are left out." if left_out else ""
+        result = compare([a[key] for key in common], [b[key] for key in common])
+        rows.append((f"{names[index]} -> {names[index + 1]}", result, note))
+    if len(rows) > 1:
+        rows.append((f"pooled ({len(rows)} pairs)", compare(pooled_a, pooled_b), ""))
+    print(table(rows))
     return 0
 
 
@@ -94,25 +115,29 @@ def sign_flip_p(diffs: list[float], rng: random.Random) -> float:
     return hits / DRAWS
 
 
-def labels(a: Path, b: Path) -> tuple[str, str]:
-    """The two directories' names, with as many parent folders as tell them apart (run-g/eval-sft, run-h/eval-sft)."""
-    parts_a, parts_b = a.resolve().parts, b.resolve().parts
+def labels(outs: list[Path]) -> list[str]:
+    """The directories' names, with as many parent folders as tell them apart (run-g/eval-sft, run-h/eval-sft)."""
+    parts = [out.resolve().parts for out in outs]
     depth = 1
-    while depth < min(len(parts_a), len(parts_b)) and parts_a[-depth:] == parts_b[-depth:]:
+    while depth < min(len(p) for p in parts) and len({p[-depth:] for p in parts}) < len(set(parts)):
         depth += 1
-    return "/".join(parts_a[-depth:]), "/".join(parts_b[-depth:])
+    return ["/".join(p[-depth:]) for p in parts]
 
 
-def table(result: dict, name_a: str, name_b: str) -> str:
-    low, high = result["interval"]
-    return "\n".join(
-        [
-            f"| tasks | pass@1 {name_a} | pass@1 {name_b} | difference | 95% interval | better | worse | p (B > A) |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |",
-            f"| {result['tasks']} | {result['a']:.3f} | {result['b']:.3f} | {result['difference']:+.3f} | "
-            f"{low:+.3f} to {high:+.3f} | {result['better']} | {result['worse']} | {result['p']:.3f} |",
-        ]
-    )
+def table(rows: list[tuple[str, dict, str]]) -> str:
+    """The markdown table of (label, comparison, note) rows, then the rows' notes."""
+    lines = [
+        "| evaluations | tasks | pass@1 A | pass@1 B | difference | 95% interval | better | worse | p (B > A) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for label, result, _ in rows:
+        low, high = result["interval"]
+        lines.append(
+            f"| {label} | {result['tasks']} | {result['a']:.3f} | {result['b']:.3f} | {result['difference']:+.3f} | "
+            f"{low:+.3f} to {high:+.3f} | {result['better']} | {result['worse']} | {result['p']:.3f} |"
+        )
+    notes = [f"{label}: {note}" for label, _, note in rows if note]
+    return "\n".join([*lines, *([""] if notes else []), *notes])
 
 
 if __name__ == "__main__":

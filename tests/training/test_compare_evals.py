@@ -1,5 +1,5 @@
 """`benchmarks/compare_evals.py`: two evaluations of the same tasks compared task by task, with the p-value of a
-sign-flip test counted by hand here."""
+sign-flip test counted by hand here, and several pairs pooled."""
 
 from __future__ import annotations
 
@@ -26,12 +26,20 @@ def evaluation(folder: Path, correct: dict[str, int], samples: int = 4, unverifi
     return folder
 
 
-def compare(a: Path, b: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(COMPARE), str(a), str(b)], capture_output=True, text=True, timeout=60)
+def compare(*outs: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(COMPARE), *map(str, outs)], capture_output=True, text=True, timeout=60)
+
+
+def rows(stdout: str) -> list[list[str]]:
+    """The table's rows as cells, the label first."""
+    lines = [line for line in stdout.splitlines() if line.startswith("| ")][1:]
+    return [line.strip("| ").split(" | ") for line in lines if not line.startswith("| ---")]
 
 
 def row(stdout: str) -> list[str]:
-    return next(line for line in stdout.splitlines() if line[2:3].isdigit()).strip("| ").split(" | ")
+    """The cells of the only row, without its label."""
+    (only,) = rows(stdout)
+    return only[1:]
 
 
 def test_pairs_the_shared_tasks_and_counts_every_sign_assignment(tmp_path):
@@ -87,5 +95,27 @@ def test_evaluations_of_the_same_name_are_told_apart_by_their_folders(tmp_path):
     (tmp_path / "run-h").mkdir()
     a = evaluation(tmp_path / "run-g" / "eval-sft", {"t1": 1})
     b = evaluation(tmp_path / "run-h" / "eval-sft", {"t1": 2})
-    header = compare(a, b).stdout.splitlines()[0]
-    assert "| pass@1 run-g/eval-sft | pass@1 run-h/eval-sft |" in header
+    assert rows(compare(a, b).stdout)[0][0] == "run-g/eval-sft -> run-h/eval-sft"
+
+
+def test_several_pairs_get_a_row_each_and_a_pooled_row(tmp_path):
+    for run in ("run-1", "run-2"):
+        (tmp_path / run).mkdir()
+    sft_1 = evaluation(tmp_path / "run-1" / "sft", {"t1": 0, "t2": 4})
+    grpo_1 = evaluation(tmp_path / "run-1" / "grpo", {"t1": 4, "t2": 4})
+    sft_2 = evaluation(tmp_path / "run-2" / "sft", {"t1": 2, "t3": 0, "t4": 0})
+    grpo_2 = evaluation(tmp_path / "run-2" / "grpo", {"t1": 2, "t3": 2, "t4": 0})
+    result = compare(sft_1, grpo_1, sft_2, grpo_2)
+    assert result.returncode == 0, result.stderr
+    first, second, pooled = rows(result.stdout)
+    assert first[:5] == ["run-1/sft -> run-1/grpo", "2", "0.500", "1.000", "+0.500"]
+    assert second[:5] == ["run-2/sft -> run-2/grpo", "3", "0.167", "0.333", "+0.167"]
+    # t1 of run 1 and t1 of run 2 are two units: 5 tasks, differences +1, 0, 0, +0.5, 0
+    assert pooled[0] == "pooled (2 pairs)"
+    assert pooled[1:5] == ["5", "0.300", "0.600", "+0.300"]
+    assert (pooled[6], pooled[7]) == ("2", "0")
+    assert pooled[8] == "0.250"  # of the 4 sign assignments of +1 and +0.5, only (+, +) reaches +1.5
+
+    odd = compare(sft_1, grpo_1, sft_2)
+    assert odd.returncode == 2
+    assert "give the directories in pairs (baseline, challenger); got 3" in odd.stderr
