@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def pass_rates(out: Path) -> dict[tuple[str, str], float]:
-    """Each evaluated task's share of correct samples, keyed by (name, id), from OUT/results.json."""
+    """Each evaluated task's share of correct samples, keyed by (name, id), from OUT/results.json (or the
+    tasks.jsonl of an evaluation cut short)."""
     try:
         return {
             (task["name"], task["id"]): task["correct"] / len(task["samples"])
