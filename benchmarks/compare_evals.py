@@ -58,12 +58,12 @@ def main(argv: list[str] | None = None) -> int:
         if not common:
             print(f"compare_evals.py: {out_a} and {out_b} share no evaluated task", file=sys.stderr)
             return 1
-        pooled_a += [a[key] for key in common]
-        pooled_b += [b[key] for key in common]
+        rates_a, rates_b = [a[key] for key in common], [b[key] for key in common]
+        pooled_a += rates_a
+        pooled_b += rates_b
         left_out = len(a.keys() ^ b.keys())
         note = f"{left_out} tasks evaluated on one side only are left out." if left_out else ""
-        result = compare([a[key] for key in common], [b[key] for key in common])
-        rows.append((f"{names[index]} -> {names[index + 1]}", result, note))
+        rows.append((f"{names[index]} -> {names[index + 1]}", compare(rates_a, rates_b), note))
     if len(rows) > 1:
         rows.append((f"pooled ({len(rows)} pairs)", compare(pooled_a, pooled_b), ""))
     print(table(rows))
@@ -80,7 +80,7 @@ def pass_rates(out: Path) -> dict[tuple[str, str], float]:
             if task.get("samples") and not task.get("unverified")
         }
     except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"{out}: a task record of results.json lacks {exc}") from None
+        raise ValueError(f"{out}: a task record (results.json or tasks.jsonl) lacks {exc}") from None
 
 
 def compare(a: list[float], b: list[float]) -> dict:

@@ -241,7 +241,7 @@ def recorded_samples(out: Path) -> list[dict]:
                     }
                 )
     except (KeyError, TypeError) as exc:
-        raise ValueError(f"{out}: a task or sample record of results.json lacks {exc}") from None
+        raise ValueError(f"{out}: a task or sample record (results.json or tasks.jsonl) lacks {exc}") from None
     if missing:
         print(f"{out}: {missing} samples left out, their task or candidate file is not there", file=sys.stderr)
     return samples
