@@ -8,7 +8,12 @@ one-sided p-value of B > A under a sign-flip permutation test. The test asks how
 comes from chance alone: under "B is no better than A", each task's difference is as likely to have either sign.
 Samples of one task are not independent (a near-deterministic model writes the same kernel four times), so the
 task, not the sample, is the unit here. Several pairs (two runs of one recipe, say, each SFT model against its own
-GRPO model) get a row each and a last row that pools their tasks: a task of each pair is one unit.
+GRPO model) get a row each and a last row that pools their tasks. The pooled difference and counts take each
+pair's task once; the interval and the p-value resample and flip a task (by content hash) as one unit with all its
+pairs, because one task's differences in two runs go together (a task GRPO learned in one run it tends to learn in
+the other), and counting them as independent would overstate the evidence. The pooled row treats the runs as
+given: it asks whether these GRPO models beat their SFT models, and the spread between the pairs' rows is what
+says how much another run would differ.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     names = labels(args.outs)
-    rows, pooled_a, pooled_b = [], [], []
+    rows, pooled_a, pooled_b, pooled_tasks = [], [], [], []
     for index in range(0, len(args.outs), 2):
         out_a, out_b = args.outs[index], args.outs[index + 1]
         try:
@@ -61,11 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         rates_a, rates_b = [a[key] for key in common], [b[key] for key in common]
         pooled_a += rates_a
         pooled_b += rates_b
+        pooled_tasks += [task_id for _, task_id in common]
         left_out = len(a.keys() ^ b.keys())
         note = f"{left_out} tasks evaluated on one side only are left out." if left_out else ""
         rows.append((f"{names[index]} -> {names[index + 1]}", compare(rates_a, rates_b), note))
     if len(rows) > 1:
-        rows.append((f"pooled ({len(rows)} pairs)", compare(pooled_a, pooled_b), ""))
+        rows.append((f"pooled ({len(rows)} pairs)", compare(pooled_a, pooled_b, pooled_tasks), ""))
     print(table(rows))
     return 0
 
@@ -83,13 +89,16 @@ def pass_rates(out: Path) -> dict[tuple[str, str], float]:
         raise ValueError(f"{out}: a task record (results.json or tasks.jsonl) lacks {exc}") from None
 
 
-def compare(a: list[float], b: list[float]) -> dict:
+def compare(a: list[float], b: list[float], tasks: list[str] | None = None) -> dict:
     """The paired comparison of per-task pass rates `a` and `b` (same order): means, difference, tasks better and
-    worse, a bootstrap interval of the mean difference and the sign-flip p-value of b > a."""
+    worse, a bootstrap interval of the mean difference and the sign-flip p-value of b > a. `tasks` names each
+    position's task where one task may hold several positions (pooled pairs): the interval and the p-value then
+    resample and flip each task's positions together."""
     diffs = [y - x for x, y in zip(a, b, strict=True)]
     n = len(diffs)
+    clusters = _clusters(diffs, tasks or [str(index) for index in range(n)])
     rng = random.Random(SEED)
-    means = sorted(sum(rng.choice(diffs) for _ in range(n)) / n for _ in range(2000))
+    means = sorted(_resampled_mean(clusters, rng) for _ in range(2000))
     return {
         "tasks": n,
         "a": sum(a) / n,
@@ -98,13 +107,27 @@ def compare(a: list[float], b: list[float]) -> dict:
         "better": sum(d > 0 for d in diffs),
         "worse": sum(d < 0 for d in diffs),
         "interval": (means[49], means[1949]),
-        "p": sign_flip_p(diffs, rng),
+        "p": sign_flip_p([total for total, _ in clusters], rng),
     }
 
 
+def _clusters(diffs: list[float], tasks: list[str]) -> list[tuple[float, int]]:
+    """(sum of differences, positions) of each task, in order of first appearance."""
+    grouped: dict[str, list[float]] = {}
+    for task, diff in zip(tasks, diffs, strict=True):
+        grouped.setdefault(task, []).append(diff)
+    return [(sum(values), len(values)) for values in grouped.values()]
+
+
+def _resampled_mean(clusters: list[tuple[float, int]], rng: random.Random) -> float:
+    """The mean difference over as many tasks as there are, drawn with replacement."""
+    drawn = [rng.choice(clusters) for _ in clusters]
+    return sum(total for total, _ in drawn) / sum(size for _, size in drawn)
+
+
 def sign_flip_p(diffs: list[float], rng: random.Random) -> float:
-    """The share of sign assignments of the nonzero differences whose sum reaches the observed one: exact when
-    few tasks differ, else estimated from `DRAWS` random assignments."""
+    """The share of sign assignments of the nonzero differences (one per task) whose sum reaches the observed one:
+    exact when few tasks differ, else estimated from `DRAWS` random assignments."""
     nonzero = [abs(d) for d in diffs if d]
     observed = sum(diffs) - 1e-12
     if len(nonzero) <= EXACT_UP_TO:

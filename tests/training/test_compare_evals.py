@@ -110,12 +110,32 @@ def test_several_pairs_get_a_row_each_and_a_pooled_row(tmp_path):
     first, second, pooled = rows(result.stdout)
     assert first[:5] == ["run-1/sft -> run-1/grpo", "2", "0.500", "1.000", "+0.500"]
     assert second[:5] == ["run-2/sft -> run-2/grpo", "3", "0.167", "0.333", "+0.167"]
-    # t1 of run 1 and t1 of run 2 are two units: 5 tasks, differences +1, 0, 0, +0.5, 0
+    # t1 of run 1 and t1 of run 2 both count in the difference: 5 task-runs, differences +1, 0, 0, +0.5, 0
     assert pooled[0] == "pooled (2 pairs)"
     assert pooled[1:5] == ["5", "0.300", "0.600", "+0.300"]
     assert (pooled[6], pooled[7]) == ("2", "0")
-    assert pooled[8] == "0.250"  # of the 4 sign assignments of +1 and +0.5, only (+, +) reaches +1.5
+    # flipped per task, t1's two runs together (+1 + 0): of the 4 sign assignments of +1 and +0.5, only (+, +)
+    # reaches +1.5
+    assert pooled[8] == "0.250"
 
     odd = compare(sft_1, grpo_1, sft_2)
     assert odd.returncode == 2
     assert "give the directories in pairs (baseline, challenger); got 3" in odd.stderr
+
+
+def test_a_task_in_several_pairs_is_one_unit_for_the_interval_and_the_p_value(tmp_path):
+    """Two runs that agree on every task are no more evidence than one run: independent sign flips of the same
+    task's two differences would count each of them twice."""
+    scores_sft = {f"t{i}": 0 for i in range(6)}
+    scores_grpo = {"t0": 4, "t1": 4, "t2": 4, "t3": 0, "t4": 0, "t5": 0}
+    outs = []
+    for run in ("run-1", "run-2"):
+        (tmp_path / run).mkdir()
+        outs += [evaluation(tmp_path / run / "sft", scores_sft), evaluation(tmp_path / run / "grpo", scores_grpo)]
+    first, second, pooled = rows(compare(*outs).stdout)
+    assert first[1:] == second[1:]
+    # every pair counts in the difference and the counts: 12 task-runs, 6 of them better
+    assert (pooled[1], pooled[4], pooled[6], pooled[7]) == ("12", "+0.500", "6", "0")
+    # the interval and the p-value are those of one run: 3 tasks better, 1 of 2^3 sign assignments reaches +3
+    assert pooled[5] == first[5]
+    assert pooled[8] == first[8] == "0.125"
