@@ -49,8 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     for out in args.outs:
         try:
             row = summarize(read_results(out))
-        except (ValueError, KeyError, TypeError) as exc:
-            print(f"eval_phases.py: {out}: {exc}", file=sys.stderr)
+        except ValueError as exc:
+            print(f"eval_phases.py: {exc}", file=sys.stderr)
+            return 2
+        except (KeyError, TypeError) as exc:
+            print(f"eval_phases.py: {out}: a task or sample record lacks {exc}", file=sys.stderr)
             return 2
         lines.append(f"| {out} | " + " | ".join(row) + " |")
     print("\n".join(lines))

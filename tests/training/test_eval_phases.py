@@ -69,3 +69,10 @@ def test_a_directory_that_is_no_evaluation_is_named(tmp_path):
     )
     assert result.returncode == 2
     assert "missing" in result.stderr and "results.json does not exist" in result.stderr
+
+
+def test_a_record_without_its_fields_is_named(tmp_path):
+    out = evaluation(tmp_path / "broken", [(1.0, {"verdict": "correct", "correct": True, "phases": {"start_s": 1.0}})])
+    result = subprocess.run([sys.executable, str(PHASES), str(out)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert f"{out}: a task or sample record lacks 'total_s'" in result.stderr
