@@ -25,8 +25,13 @@ def evaluation(folder: Path, tasks: list[tuple[float, dict]]) -> Path:
     return folder
 
 
+def run(*outs: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(PHASES), *map(str, outs)], capture_output=True, text=True, timeout=60)
+
+
 def cells(*outs: Path) -> list[list[str]]:
-    result = subprocess.run([sys.executable, str(PHASES), *map(str, outs)], capture_output=True, text=True, timeout=60)
+    """The table's rows as cells, without their label."""
+    result = run(*outs)
     assert result.returncode == 0, result.stderr
     rows = [line.strip("| ").split(" | ") for line in result.stdout.splitlines() if line.startswith("| /")]
     return [row[1:] for row in rows]
@@ -64,15 +69,13 @@ def test_an_evaluation_without_phases_shows_dashes(tmp_path):
 
 
 def test_a_directory_that_is_no_evaluation_is_named(tmp_path):
-    result = subprocess.run(
-        [sys.executable, str(PHASES), str(tmp_path / "missing")], capture_output=True, text=True, timeout=60
-    )
+    result = run(tmp_path / "missing")
     assert result.returncode == 2
     assert "missing" in result.stderr and "results.json does not exist" in result.stderr
 
 
 def test_a_record_without_its_fields_is_named(tmp_path):
     out = evaluation(tmp_path / "broken", [(1.0, {"verdict": "correct", "correct": True, "phases": {"start_s": 1.0}})])
-    result = subprocess.run([sys.executable, str(PHASES), str(out)], capture_output=True, text=True, timeout=60)
+    result = run(out)
     assert result.returncode == 2
     assert f"{out}: a task or sample record lacks 'total_s'" in result.stderr
