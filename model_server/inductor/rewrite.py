@@ -21,6 +21,9 @@ from verifier.audit.source_index import SourceIndex
 LIBDEVICE_ON_INTERPRETER = {"abs", "ceil", "cos", "erf", "exp", "exp2", "floor", "fma", "log", "log2", "rsqrt"}
 LIBDEVICE_ON_INTERPRETER |= {"sin", "sqrt", "div_rn", "fdiv", "sqrt_rn"}
 INTERPRETER_REDUCTIONS = {"max2": "max", "min2": "min"}
+# Inductor's elementwise `maximum` and `minimum` helpers pass a NaN through, as torch does: so does tl's with
+# propagate_nan=ALL, one call in place of four inlined helper functions
+NAN_PROPAGATING = {"maximum", "minimum"}
 PYTHON_BUILTINS = {"any", "all", "min", "max", "sum", "abs", "pow", "round"}
 DROPPED_CALLS = {"assert_size_stride", "assert_alignment", "torch.cuda.set_device", "get_raw_stream"}
 ALLOCATORS = {"empty_strided_cuda", "empty_strided_cpu", "empty_strided"}
@@ -261,6 +264,12 @@ class _KernelConverter(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         function = node.func
+        if _is_helper_call(node, NAN_PROPAGATING):
+            return ast.Call(
+                ast.Attribute(ast.Name("tl", ast.Load()), function.attr, ast.Load()),
+                [self.visit(argument) for argument in node.args],
+                [ast.keyword("propagate_nan", ast.parse("tl.PropagateNan.ALL", mode="eval").body)],
+            )
         if self.interpreter and isinstance(function, ast.Attribute) and _is_name(function.value, "libdevice"):
             replacement = _interpreter_equivalent(function.attr, node.args)
             if replacement is not None:
@@ -302,6 +311,18 @@ def _interpreter_equivalent(name: str, args: list[ast.expr]) -> ast.expr | None:
 
 def _is_name(node: ast.AST, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
+
+
+def _is_helper_call(node: ast.Call, names: set[str]) -> bool:
+    """`triton_helpers.NAME(a, b)` for one of `names`, with two arguments and no keywords."""
+    function = node.func
+    return (
+        isinstance(function, ast.Attribute)
+        and _is_name(function.value, "triton_helpers")
+        and function.attr in names
+        and len(node.args) == 2
+        and not node.keywords
+    )
 
 
 def _helper_sources(helpers_source: str, wanted: set[str], converter: _KernelConverter) -> list[str]:

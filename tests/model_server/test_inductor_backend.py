@@ -41,6 +41,27 @@ def test_candidates_stand_alone_and_verify_correct(task, pool, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_clamp_and_relu_keep_nans_with_tls_max_and_min_instead_of_inductors_helpers(pool, tmp_path):
+    task = tmp_path / "clamp_relu.py"
+    task.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.relu(torch.clamp(x, min=-0.5, max=0.75))\n\n\ndef get_inputs():\n"
+        "    x = torch.randn(8, 64)\n    x[::3, ::5] = float('nan')\n    return [x]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    [generated] = InductorBackend(cache=tmp_path / "cache").generate(GenerationRequest(task, 1, "cpu"))
+    assert "propagate_nan=tl.PropagateNan.ALL" in generated.source
+    assert "def maximum" not in generated.source and "def minimum" not in generated.source
+    candidate = tmp_path / "clamp_relu_triton.py"
+    candidate.write_text(generated.source)
+    assert pool.verify(task, candidate, trials=2).passed
+    dropped = tmp_path / "nans_dropped.py"
+    dropped.write_text(generated.source.replace("tl.PropagateNan.ALL", "tl.PropagateNan.NONE"))
+    report = pool.verify(task, dropped, trials=2)
+    assert report.verdict == "incorrect" and "NaN" in report.message, report.summary()
+
+
+@pytest.mark.slow
 def test_a_library_matmul_is_refused_with_the_op_named():
     with pytest.raises(BackendError, match=r"extern_kernels\.mm.*library call rather than a Triton kernel"):
         create_backend(BackendConfig("inductor")).generate(GenerationRequest(TASKS / "matmul.py", 4, "cpu"))
