@@ -21,7 +21,13 @@
 # GRPO_DATA (default DATA) is the directory whose `train` RL prompts GRPO samples: prompts SFT never saw, such as the
 # `train` split of the run that holds EVAL_SUITE's `test` tasks.
 # BASE_SAMPLES (default EVAL_SAMPLES) is the base model's samples per task, so that an earlier run's base evaluation
-# can be reused; 0 skips it. CONVERT=0 skips the last stage (serving the GRPO model and converting a task through it).
+# can be reused; 0 skips it. SAMPLED_SAMPLES (default 0: none) adds a second evaluation of the SFT and GRPO models,
+# eval-sft-sampled and eval-grpo-sampled: that many replies per task at SAMPLED_TEMPERATURE (default 1, GRPO's), with
+# SAMPLED_EXTRA's flags (default: verified in Triton's interpreter, `--verify-device cpu --timeout 30`, while the GPU
+# generates), compared like the first pair. Each model's evaluations run one after the other (two generating at once
+# fill an 80 GB GPU at EVAL_BATCH 240). The SFT model's run beside GRPO unless SFT_EVAL_BESIDE_GRPO=0, which leaves
+# GRPO the GPU alone (twice the steps a minute) and evaluates both models together afterwards. CONVERT=0 skips the last stage (serving the GRPO model and converting a
+# task through it).
 set -uo pipefail
 
 MODEL=$1 DATA=$2 RUN=$3
@@ -37,6 +43,8 @@ GRPO_LENGTH=${GRPO_LENGTH:-3072} GRPO_TEMPERATURE=${GRPO_TEMPERATURE:-0.8}
 EVAL_SAMPLES=${EVAL_SAMPLES:-4} BASE_SAMPLES=${BASE_SAMPLES:-$EVAL_SAMPLES}
 EVAL_TOKENS=${EVAL_TOKENS:-3072} EVAL_BATCH=${EVAL_BATCH:-128} EVAL_TEMPERATURE=${EVAL_TEMPERATURE:-0.8}
 EVAL_SUITE=${EVAL_SUITE:-$DATA/rl.autotriton.jsonl} GRPO_DATA=${GRPO_DATA:-$DATA}
+SAMPLED_SAMPLES=${SAMPLED_SAMPLES:-0} SAMPLED_TEMPERATURE=${SAMPLED_TEMPERATURE:-1.0}
+SAMPLED_EXTRA=${SAMPLED_EXTRA---verify-device cpu --timeout 30} SFT_EVAL_BESIDE_GRPO=${SFT_EVAL_BESIDE_GRPO:-1}
 PORT=${PORT:-8799} CONVERT=${CONVERT:-1}
 DATA_EXTRA=${DATA_EXTRA-} GRPO_EXTRA=${GRPO_EXTRA---fast-generation} EVAL_EXTRA=${EVAL_EXTRA---compile} SFT_EVAL_EXTRA=${SFT_EVAL_EXTRA-}
 mkdir -p "$RUN"
@@ -64,6 +72,11 @@ evaluate() {  # evaluate NAME MODEL SAMPLES [FLAGS...]: pass@k and fast_p of MOD
         $EVAL_EXTRA "$@"
 }
 
+sampled() {  # sampled NAME MODEL: the second evaluation of MODEL (SAMPLED_*), if asked for
+    [ "$SAMPLED_SAMPLES" = 0 ] || evaluate "$1-sampled" "$2" "$SAMPLED_SAMPLES" --temperature "$SAMPLED_TEMPERATURE" \
+        $SAMPLED_EXTRA
+}
+
 stage data python3 -m training.data --output-dir "$DATA" --synthetic "$SYNTHETIC" --seed "$SEED" \
     --sizes "$SIZES" --device "$DATA_DEVICE" --workers "$DATA_WORKERS" --test-fraction "$TEST_FRACTION" \
     --val-fraction 0.02 $DATA_EXTRA &
@@ -78,15 +91,17 @@ wait $data || exit 1
     --output-dir "$RUN/sft" --epochs "$SFT_EPOCHS" --learning-rate "$SFT_LR" --per-device-batch-size "$SFT_BATCH" \
     --gradient-accumulation "$SFT_ACCUMULATION" --max-length "$SFT_MAX_LENGTH" --logging-steps 5 --save-steps 1000 \
     || exit 1
-evaluate sft "$RUN/sft/final" "$EVAL_SAMPLES" $SFT_EVAL_EXTRA &
-sft=$!
+evaluate_sft() { evaluate sft "$RUN/sft/final" "$EVAL_SAMPLES" $SFT_EVAL_EXTRA; sampled sft "$RUN/sft/final"; }
+sft=
+[ "$SFT_EVAL_BESIDE_GRPO" = 0 ] || { evaluate_sft & sft=$!; }
 [ -f "$RUN/grpo/final/config.json" ] || stage grpo python3 -m training.grpo --data "$GRPO_DATA" --model "$RUN/sft/final" \
     --output-dir "$RUN/grpo" --max-minutes "$GRPO_MINUTES" --learning-rate "$GRPO_LR" --num-generations 8 \
     --per-device-batch-size "$GRPO_BATCH" --gradient-accumulation "$GRPO_ACCUMULATION" \
     --max-completion-length "$GRPO_LENGTH" --temperature "$GRPO_TEMPERATURE" \
     --verify-device "$DEVICE" --verify-workers "$VERIFY_WORKERS" --trials 3 --verify-timeout 60 \
     --save-steps 1000 $GRPO_EXTRA || exit 1
-evaluate grpo "$RUN/grpo/final" "$EVAL_SAMPLES" &
+[ "$SFT_EVAL_BESIDE_GRPO" = 0 ] && { evaluate_sft & sft=$!; }
+{ evaluate grpo "$RUN/grpo/final" "$EVAL_SAMPLES" || exit 1; sampled grpo "$RUN/grpo/final"; } &
 grpo=$!
 wait $base $sft
 wait $grpo || exit 1
@@ -98,9 +113,9 @@ from pathlib import Path
 run = Path(sys.argv[1])
 print("| model | tasks | pass@1 | fast_1 vs eager | fast_1 vs compile | correct samples | seconds |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
-for name in ("base", "sft", "grpo"):
+for name in ("base", "sft", "grpo", "sft-sampled", "grpo-sampled"):
     results = run / f"eval-{name}" / "results.json"
-    if not results.is_file():  # BASE_SAMPLES=0: no base evaluation
+    if not results.is_file():  # BASE_SAMPLES=0 or SAMPLED_SAMPLES=0: not evaluated
         continue
     totals = json.loads(results.read_text())["totals"]
     eager, compiled = ((totals["fast_p"][side] or {}).get("1") for side in ("eager", "compile"))
@@ -111,6 +126,7 @@ EOF
 {
     echo
     python3 benchmarks/compare_evals.py "$RUN/eval-sft" "$RUN/eval-grpo"
+    [ "$SAMPLED_SAMPLES" = 0 ] || { echo; python3 benchmarks/compare_evals.py "$RUN/eval-sft-sampled" "$RUN/eval-grpo-sampled"; }
     echo
     python3 benchmarks/failure_modes.py "$RUN/eval-sft" "$RUN/eval-grpo"
     echo

@@ -68,6 +68,7 @@ RESULT_ARGUMENTS = (
     "max_tokens",
     "trials",
     "device",
+    "verify_device",
     "timing",
 )
 MORE_K = (5, 10, 20, 50, 100)
@@ -98,7 +99,16 @@ class EvalArgs:
     fast_p: list[str] = field(
         default_factory=lambda: ["0", "1", "1.5", "2"], metadata={"help": "speedup thresholds p of fast_p"}
     )
-    device: str = field(default="auto", metadata={"help": "where candidates are verified: auto, cuda or cpu"})
+    device: str = field(
+        default="auto", metadata={"help": "where the model runs and candidates are verified: auto, cuda or cpu"}
+    )
+    verify_device: str = field(
+        default="",
+        metadata={
+            "help": "where candidates are verified, when not on --device: cpu verifies in the Triton interpreter "
+            "(the GRPO rewards' route) while the model generates on the GPU"
+        },
+    )
     trials: int = field(default=5, metadata={"help": "verification trials per candidate"})
     timeout: float = field(default=120.0, metadata={"help": "seconds per verification run"})
     timing: bool = field(default=True, metadata={"help": "time correct candidates against eager and torch.compile"})
@@ -123,6 +133,8 @@ class EvalArgs:
             raise ValueError(f"--profile must be one of {', '.join(prompts.PROFILES)}, got {self.profile!r}")
         if self.device not in DEVICES:
             raise ValueError(f"--device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        if self.verify_device and self.verify_device not in DEVICES:
+            raise ValueError(f"--verify-device must be one of {', '.join(DEVICES)}, got {self.verify_device!r}")
         if min(self.samples, self.trials, self.workers, self.tensor_parallel, self.max_tokens, self.batch) < 1:
             raise ValueError(
                 "--samples, --trials, --workers, --tensor-parallel, --max-tokens and --batch must be at least 1"
@@ -335,9 +347,9 @@ def run(tasks: list[Task], args: EvalArgs, out: Path) -> tuple[list[dict], str, 
         compile=args.compile,
     )
     try:
-        pool = VerifierPool(size=args.workers, device=args.device)
+        pool = VerifierPool(size=args.workers, device=args.verify_device or args.device)
     except ValueError as exc:
-        raise EvalError(str(exc)) from exc
+        raise EvalError(f"--verify-device: {exc}" if args.verify_device else str(exc)) from exc
     try:
         backend = create_backend(backend_config)
     except BackendError as exc:

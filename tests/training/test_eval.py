@@ -9,6 +9,7 @@ import math
 from fractions import Fraction
 
 import pytest
+import torch
 
 from training import eval as evaluation
 
@@ -148,6 +149,7 @@ def test_a_training_data_file_gives_the_tasks_of_one_split(tmp_path):
         (["--samples", "2", "--k", "1", "3"], "--k values must be between 1 and --samples (2)"),
         (["--fast-p", "fast"], "--fast-p numbers"),
         (["--device", "tpu"], "--device must be one of auto, cuda, cpu"),
+        (["--verify-device", "gpu"], "--verify-device must be one of auto, cuda, cpu, got 'gpu'"),
     ],
 )
 def test_bad_flags_are_named(tmp_path, capsys, flags, message):
@@ -233,6 +235,23 @@ def test_inductor_kernels_pass_every_task_and_a_rerun_only_evaluates_new_ones(tm
 
     assert evaluation.main([*flags, "--samples", "2"]) == 2
     assert "holds tasks evaluated with other --samples (1 there)" in capsys.readouterr().err
+    assert evaluation.main([*flags, "--verify-device", "cpu"]) == 2
+    assert "holds tasks evaluated with other --verify-device ('' there)" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_verify_device_moves_verification_off_the_models_device(tmp_path, capsys):
+    """The inductor backend needs no model, so `--device cuda` is accepted for it on this machine, GPU or not;
+    verification then follows --verify-device: here the interpreter."""
+    suite, out = tmp_path / "suite", tmp_path / "out"
+    write_task(suite, "relu", "torch.relu(x)")
+    flags = ["--suite", str(suite), "--backend", "inductor", "--samples", "1", "--trials", "2", "--device", "cuda"]
+    assert evaluation.main([*flags, "--verify-device", "cpu", "--output-dir", str(out)]) == 0
+    totals = json.loads((out / "results.json").read_text())["totals"]
+    assert (totals["device"], totals["pass@k"], totals["fast_p"]["eager"]) == ("cpu", {"1": 1.0}, None)
+    if not torch.cuda.is_available():
+        assert evaluation.main([*flags, "--output-dir", str(tmp_path / "on-cuda")]) == 2
+        assert "no CUDA GPU is visible" in capsys.readouterr().err
 
 
 @pytest.mark.slow
