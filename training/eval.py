@@ -8,9 +8,10 @@
 model server's own factory, prompted through `model_server/prompts.py`), and each candidate is verified in the
 verifier's sandbox under the strict policy (timed against eager and torch.compile on a GPU unless `--no-timing`).
 
-Metrics, each a mean over the suite's tasks (a task whose generation failed counts as 0 everywhere; a task whose own
-run failed in the verifier, out of GPU memory beside other jobs say, says nothing of the model: it is listed in
-`tasks_unverified`, not counted, and not saved, so a re-run tries it again):
+Metrics, each a mean over the suite's tasks (a task whose generation failed counts as 0 everywhere; a task whose
+generation ran out of memory, or whose own run failed in the verifier, out of GPU memory beside other jobs say,
+says nothing of the model: it is listed in `tasks_unverified`, not counted, and not saved, so a re-run tries it
+again):
 
 - pass@k: per task, the unbiased estimator 1 - C(n-c, k) / C(n, k) over its n samples of which c are correct
   (correct: `training.rewards.passed`, what GRPO rewards: verdict `correct` with reward > 0 under the strict
@@ -403,8 +404,12 @@ def evaluate_task(task: Task, backend, pool, verifiers: Executor, args: EvalArgs
         generated = backend.generate(request)[: args.samples]
     except Exception as exc:  # any failure of one task's generation is that task's outcome, not the run's
         record["error"] = f"generation failed: {_describe(exc)}"
+        if _out_of_memory(exc):  # the machine's state, not the model's: a re-run tries again
+            record["unverified"] = True
         generated = []
     record["shortfall"] = request.shortfall
+    if record.get("unverified"):
+        return record | {"seconds": round(time.monotonic() - started, 2)}
     if not generated and record["error"] is None:
         record["error"] = "generation failed: the backend returned no candidate"
     folder = out / "candidates" / task.name
@@ -515,7 +520,9 @@ def table(records: list[dict], totals: dict) -> str:
     lines = [*rows, "", "| metric | value |", "| --- | --- |"]
     lines.append(f"| tasks solved | {totals['tasks_solved']}/{totals['tasks']} |")
     if totals["tasks_unverified"]:
-        lines.append(f"| not counted (the task's own run failed) | {', '.join(totals['tasks_unverified'])} |")
+        lines.append(
+            f"| not counted (out of memory, or the task's own run failed) | {', '.join(totals['tasks_unverified'])} |"
+        )
     lines += [f"| pass@{k} | {value:.3f} |" for k, value in totals["pass@k"].items()]
     for baseline, name in (("eager", "eager"), ("compile", "torch.compile")):
         values = totals["fast_p"][baseline]
@@ -570,6 +577,11 @@ def plot(records: list[dict], totals: dict, ps: list[float], path: Path) -> None
 
 
 # ---------------------------------------------------------------- files
+
+
+def _out_of_memory(exc: Exception) -> bool:
+    """Whether generation ran out of memory (the GPU shared with other jobs, say) rather than failed on the task."""
+    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in str(exc).lower()
 
 
 def _describe(exc: Exception) -> str:

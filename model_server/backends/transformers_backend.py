@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from model_server.backends import static_generation
 from model_server.backends.base import BackendError
 from model_server.backends.text import TextBackend, check_profile
+
+# A generate call waits for the callers of one burst (an evaluation's tasks, queued by many threads at once) until
+# none has joined for GATHER_QUIET_S or the batch is full, GATHER_MAX_S at most: else the first caller's call
+# would serve it alone, and the rest would wait a whole call for the next (on a GPU, a full static-cache batch
+# decoded for one task). A lone request waits GATHER_QUIET_S.
+GATHER_QUIET_S = 0.25
+GATHER_MAX_S = 5.0
 
 
 @dataclass(eq=False)
@@ -19,6 +27,7 @@ class _Request:
     input_ids: list[int]
     n: int
     settings: tuple[int, float]  # max new tokens, temperature: requests batched together share them
+    queued: float = field(default_factory=time.monotonic)
     replies: list[str] = field(default_factory=list)
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -84,10 +93,23 @@ class TransformersBackend(TextBackend):
         while not request.done.is_set():
             with self._lock:
                 if not request.done.is_set():
+                    self._gather(request.settings)
                     self._generate(self._take(request.settings))
         if request.error is not None:
             raise request.error
         return request.replies
+
+    def _gather(self, settings: tuple[int, float]) -> None:
+        """Wait while requests with these settings are still arriving and do not fill a batch yet."""
+        started = time.monotonic()
+        while time.monotonic() - started < GATHER_MAX_S:
+            with self._queue_lock:
+                waiting = [request for request in self._queue if request.settings == settings]
+            rows = sum(request.n for request in waiting)
+            latest = max((request.queued for request in waiting), default=0.0)
+            if rows >= self.batch or time.monotonic() - latest >= GATHER_QUIET_S:
+                return
+            time.sleep(0.01)
 
     def _take(self, settings: tuple[int, float]) -> list[_Request]:
         """The oldest waiting requests with these settings, up to `batch` sequences (at least one request)."""

@@ -59,6 +59,19 @@ def test_waiting_requests_share_one_generate_call_and_each_gets_what_it_would_al
     assert long.result() == alone_long
 
 
+def test_requests_of_one_burst_share_one_call_though_the_model_was_idle(backend, monkeypatch):
+    """An evaluation's threads queue their tasks a few milliseconds apart: the first call waits for them all,
+    rather than serving the first alone and keeping the rest waiting a whole call."""
+    calls = generate_calls(backend, monkeypatch)
+    pool = ThreadPoolExecutor(4)
+    futures = []
+    for prompt in (SHORT, LONG, SHORT, LONG):
+        futures.append(pool.submit(backend.complete, prompt, 1, 12))
+        time.sleep(0.05)
+    pool.shutdown(wait=True)
+    assert calls == [4] and all(len(f.result()) == 1 for f in futures)
+
+
 def test_a_batch_holds_at_most_batch_sequences(backend, monkeypatch):
     calls = generate_calls(backend, monkeypatch)
     monkeypatch.setattr(backend, "batch", 2)

@@ -278,7 +278,7 @@ def test_a_task_whose_own_run_fails_is_not_counted_and_a_rerun_tries_it_again(tm
     assert (totals["tasks"], totals["pass@k"], totals["tasks_unverified"]) == (1, {"1": 1.0}, ["total"])
     assert [t["name"] for t in lines(out / "tasks.jsonl")] == ["relu"]
     printed = capsys.readouterr()
-    assert "| not counted (the task's own run failed) | total |" in printed.out
+    assert "| not counted (out of memory, or the task's own run failed) | total |" in printed.out
     assert "total: the task cannot be verified:" in printed.err and "a re-run tries it again" in printed.err
 
     monkeypatch.undo()
@@ -286,6 +286,33 @@ def test_a_task_whose_own_run_fails_is_not_counted_and_a_rerun_tries_it_again(tm
     totals = json.loads((out / "results.json").read_text())["totals"]
     assert (totals["tasks"], totals["pass@k"], totals["tasks_unverified"]) == (2, {"1": 1.0}, [])
     assert "1 tasks to evaluate (1 finished in an earlier run)" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_generation_out_of_memory_is_not_counted_and_a_rerun_tries_it_again(model_dir, tmp_path, capsys, monkeypatch):
+    """A CUDA out-of-memory cannot happen on a CPU: the first run's generate call raises torch's error in its place
+    (on the GPU box, three evaluations generating at once filled an 80 GB GPU that way)."""
+    from model_server.backends.transformers_backend import TransformersBackend
+
+    suite, out = tmp_path / "suite", tmp_path / "out"
+    write_task(suite, "relu", "torch.relu(x)")
+    flags = ["--suite", str(suite), "--backend", "transformers", "--model", str(model_dir), "--samples", "1"]
+    flags += ["--max-tokens", "8", "--device", "cpu", "--trials", "1", "--output-dir", str(out)]
+
+    def out_of_memory(self, requests):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 960.00 MiB.")
+
+    monkeypatch.setattr(TransformersBackend, "_replies", out_of_memory)
+    assert evaluation.main(flags) == 0
+    totals = json.loads((out / "results.json").read_text())["totals"]
+    assert (totals["tasks"], totals["tasks_unverified"], totals["tasks_failed_to_generate"]) == (0, ["relu"], 0)
+    assert not lines(out / "tasks.jsonl")
+    assert "relu: generation failed: OutOfMemoryError: CUDA out of memory" in capsys.readouterr().err
+
+    monkeypatch.undo()
+    assert evaluation.main(flags) == 0
+    totals = json.loads((out / "results.json").read_text())["totals"]
+    assert (totals["tasks"], totals["samples"], totals["tasks_unverified"]) == (1, 1, [])
 
 
 @pytest.mark.slow
