@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Attempt J (I's recipe: 567 pairs; GRPO on the held run's train prompts, constant lr 1e-5 with KL 0.04), GRPO for
+# GRPO_MINUTES (16), both evaluations untimed (pass@1 only) and greedy on the 234 held-out tasks of suite234
+# (held's and held2's test tasks), plus a sampled evaluation of each
+# (SAMPLED_SAMPLES=4 replies at temperature 1, verified in the interpreter). J_SEED (1) is GRPO's seed. Call 2; GRPO rewards in the CPU interpreter.
+set -euo pipefail
+cd /root/proof
+cp "$OLDPWD/.gguf2/part2" . && cat part1 part2 > smollm2.gguf && rm part1 part2
+rm -rf repo && cp -r "$OLDPWD" repo && rm -rf repo/.gguf1 repo/.gguf2 repo/.wheels repo/.git
+cp -r "$OLDPWD/.gpudata/held" /root/proof/held
+cp -r "$OLDPWD/.gpudata/suite234" /root/proof/suite
+PYTHONPATH=/root/proof/repo:/tmp/site python3 repo/benchmarks/gguf_to_hf.py smollm2.gguf model > convert.log 2>&1 \
+    || { cat convert.log; exit 1; }
+tail -2 convert.log
+mkdir -p /root/proof/run
+cd repo
+PYTHONPATH=/root/proof/repo:/tmp/site SYNTHETIC=600 SEED=5000 SIZES=small DATA_DEVICE=cpu DEVICE=cuda \
+    TEST_FRACTION=0.1 DATA_EXTRA="--families elementwise activation --max-ops 2" \
+    SFT_EPOCHS=3 SFT_MAX_LENGTH=2048 GRPO_MINUTES=${GRPO_MINUTES:-16} GRPO_LR=${GRPO_LR:-1e-5} GRPO_TEMPERATURE=1.0 \
+    CONVERT=0 EVAL_EXTRA="--compile --no-timing" GRPO_BATCH=16 GRPO_ACCUMULATION=4 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+    GRPO_LENGTH=1536 EVAL_TOKENS=1536 EVAL_SUITE=/root/proof/suite/rl.autotriton.jsonl GRPO_DATA=/root/proof/held EVAL_TEMPERATURE=0 \
+    EVAL_SAMPLES=1 BASE_SAMPLES=0 VERIFY_WORKERS=12 EVAL_BATCH=240 \
+    SAMPLED_SAMPLES=${SAMPLED_SAMPLES:-4} SAMPLED_TEMPERATURE=1.0 SAMPLED_EXTRA="--verify-device cpu --timeout 30 --workers 6" \
+    GRPO_EXTRA="--seed ${J_SEED:-1} --fast-generation --reward-runs 0.1 --beta 0.04 --lr-scheduler constant --scale-rewards none --verify-device cpu --verify-workers 12 --verify-timeout 10" \
+    setsid nohup bash benchmarks/training_proof.sh /root/proof/model /root/proof/data \
+    /root/proof/run > /root/proof/pipeline.log 2>&1 < /dev/null &
+echo $! > /root/proof/pid
+echo "pipeline started: pid $(cat /root/proof/pid)"
