@@ -24,10 +24,10 @@
 # can be reused; 0 skips it. SAMPLED_SAMPLES (default 0: none) adds a second evaluation of the SFT and GRPO models,
 # eval-sft-sampled and eval-grpo-sampled: that many replies per task at SAMPLED_TEMPERATURE (default 1, GRPO's), with
 # SAMPLED_EXTRA's flags (default: verified in Triton's interpreter, `--verify-device cpu --timeout 30`, while the GPU
-# generates), compared like the first pair. Each model's evaluations run one after the other (two generating at once
-# fill an 80 GB GPU at EVAL_BATCH 240). The SFT model's run beside GRPO unless SFT_EVAL_BESIDE_GRPO=0, which leaves
-# GRPO the GPU alone (twice the steps a minute) and evaluates both models together afterwards. CONVERT=0 skips the last stage (serving the GRPO model and converting a
-# task through it).
+# generates), compared like the first pair. Each model's evaluations run one after the other (three generating at
+# once filled an 80 GB GPU at EVAL_BATCH 240). The SFT model's run beside GRPO unless SFT_EVAL_BESIDE_GRPO=0, which
+# leaves GRPO the GPU alone (twice the steps a minute) and evaluates both models together afterwards. CONVERT=0 skips
+# the last stage (serving the GRPO model and converting a task through it).
 set -uo pipefail
 
 MODEL=$1 DATA=$2 RUN=$3
