@@ -101,7 +101,7 @@ sft=
     --verify-device "$DEVICE" --verify-workers "$VERIFY_WORKERS" --trials 3 --verify-timeout 60 \
     --save-steps 1000 $GRPO_EXTRA || exit 1
 [ "$SFT_EVAL_BESIDE_GRPO" = 0 ] && { evaluate_sft & sft=$!; }
-{ evaluate grpo "$RUN/grpo/final" "$EVAL_SAMPLES" || exit 1; sampled grpo "$RUN/grpo/final"; } &
+{ evaluate grpo "$RUN/grpo/final" "$EVAL_SAMPLES" || exit 1; sampled grpo "$RUN/grpo/final" || true; } &
 grpo=$!
 wait $base $sft
 wait $grpo || exit 1
