@@ -110,6 +110,18 @@ def test_compile_decodes_with_a_static_cache_in_full_batches_and_answers_the_sam
     assert shapes == [(4, 256), (4, 256)] and caches == ["static", "static"]
 
 
+@pytest.mark.gpu
+def test_a_float32_checkpoint_is_sampled_in_bfloat16_on_a_gpu(backend):
+    """As GRPO's rollout samples the policy; float32 decoding would move twice the bytes."""
+    import torch
+
+    on_gpu = TransformersBackend(backend.model_id, "chat", device="cuda", temperature=0.0, batch=4, compile=True)
+    assert backend.model.dtype == torch.float32
+    assert (on_gpu.model.dtype, on_gpu.model.device.type) == (torch.bfloat16, "cuda")
+    replies = [on_gpu.complete(SHORT, 1, 12), on_gpu.complete(LONG, 1, 12)]  # static cache, compiled, in bf16
+    assert [len(reply) for reply in replies] == [1, 1] and all(isinstance(reply[0], str) for reply in replies)
+
+
 @pytest.mark.parametrize("command", ["convert", "serve"])
 def test_the_compile_flag_reaches_the_backend(command):
     parser = argparse.ArgumentParser()
