@@ -88,6 +88,7 @@ def _add_serve(subparsers: argparse._SubParsersAction) -> None:
 def _add_shared_options(parser: argparse.ArgumentParser) -> None:
     """What both commands share: the backend, where candidates are verified, and how many at once."""
     from model_server.backends import BACKENDS
+    from model_server.backends.transformers_backend import DTYPES
     from model_server.prompts import PROFILES
 
     parser.add_argument(
@@ -123,6 +124,14 @@ def _add_shared_options(parser: argparse.ArgumentParser) -> None:
         help="transformers: decode with a static KV cache, compiled on a GPU (the first request of each prompt "
         "length waits for the compile)",
     )
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        choices=DTYPES,
+        metavar="D",
+        help="transformers: the weights' dtype while sampling: auto (a float32 checkpoint in bfloat16 on a GPU, as "
+        "GRPO samples it; else as saved), float32, bfloat16 or float16 (default: auto)",
+    )
     add_device_option(parser)
     parser.add_argument(
         "--workers", type=positive_int, default=2, metavar="N", help="verifications at once (default: 2)"
@@ -141,6 +150,7 @@ def _backend_config(args: argparse.Namespace):
         api_key=os.environ.get("OPENAI_API_KEY"),
         tensor_parallel_size=args.tensor_parallel,
         compile=args.compile,
+        dtype=args.dtype,
     )
 
 

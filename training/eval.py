@@ -51,6 +51,7 @@ from pathlib import Path
 import yaml
 
 from model_server import prompts
+from model_server.backends.transformers_backend import DTYPES
 from training import config, jsonl, rewards
 from verifier.device import DEVICES
 
@@ -71,6 +72,7 @@ RESULT_ARGUMENTS = (
     "device",
     "verify_device",
     "timing",
+    "dtype",
 )
 MORE_K = (5, 10, 20, 50, 100)
 PLOT_POINTS = 200
@@ -121,6 +123,13 @@ class EvalArgs:
     compile: bool = field(
         default=False, metadata={"help": "transformers: decode with a static KV cache, compiled on a GPU"}
     )
+    dtype: str = field(
+        default="auto",
+        metadata={
+            "help": "transformers: the weights' dtype while sampling: auto (a float32 checkpoint in bfloat16 on a "
+            "GPU, as GRPO samples it; else as saved), float32, bfloat16 or float16"
+        },
+    )
 
     def __post_init__(self) -> None:
         if not self.output_dir:
@@ -136,6 +145,8 @@ class EvalArgs:
             raise ValueError(f"--device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if self.verify_device and self.verify_device not in DEVICES:
             raise ValueError(f"--verify-device must be one of {', '.join(DEVICES)}, got {self.verify_device!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if min(self.samples, self.trials, self.workers, self.tensor_parallel, self.max_tokens, self.batch) < 1:
             raise ValueError(
                 "--samples, --trials, --workers, --tensor-parallel, --max-tokens and --batch must be at least 1"
@@ -346,6 +357,7 @@ def run(tasks: list[Task], args: EvalArgs, out: Path) -> tuple[list[dict], str, 
         tensor_parallel_size=args.tensor_parallel,
         batch=args.batch,
         compile=args.compile,
+        dtype=args.dtype,
     )
     try:
         pool = VerifierPool(size=args.workers, device=args.verify_device or args.device)

@@ -22,6 +22,7 @@ class BackendConfig:
     tensor_parallel_size: int = 1
     batch: int = 32  # transformers: the most sequences one generate call samples for concurrent requests
     compile: bool = False  # transformers: a static KV cache, its decoding step compiled on a GPU
+    dtype: str = "auto"  # transformers: the weights' dtype while sampling (auto: float32 becomes bfloat16 on a GPU)
 
 
 def create_backend(config: BackendConfig) -> Backend:
@@ -36,7 +37,12 @@ def create_backend(config: BackendConfig) -> Backend:
         from model_server.backends.transformers_backend import TransformersBackend
 
         return TransformersBackend(
-            config.model, config.profile, device=config.device, batch=config.batch, compile=config.compile
+            config.model,
+            config.profile,
+            device=config.device,
+            batch=config.batch,
+            compile=config.compile,
+            dtype=config.dtype,
         )
     if config.name == "openai":
         from model_server.backends.openai_backend import OpenAIBackend

@@ -18,10 +18,11 @@ from model_server.backends.text import TextBackend, check_profile
 # decoded for one task). A lone request waits GATHER_QUIET_S.
 GATHER_QUIET_S = 0.25
 GATHER_MAX_S = 5.0
-# A float32 checkpoint (what a full fine-tune saves) is sampled in bfloat16 on a GPU, as GRPO's rollout samples it
-# during training: float32 decoding moves twice the bytes (a 240-row static cache of a 135M model took 24-29 GB)
-# and leaves the tensor cores idle.
-GPU_DTYPE = "bfloat16"
+# The weights' dtype while sampling. `auto` samples a float32 checkpoint (what a full fine-tune saves) in bfloat16 on
+# a GPU, as GRPO's rollout samples it during training: float32 decoding moves twice the bytes (a 240-row static cache
+# of a 135M model took 24-29 GB) and leaves the tensor cores idle; any other checkpoint, and any on a CPU, as saved.
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+AUTO_GPU_DTYPE = "bfloat16"
 
 
 @dataclass(eq=False)
@@ -58,9 +59,12 @@ class TransformersBackend(TextBackend):
         device: str = "auto",
         batch: int = 32,
         compile: bool = False,
+        dtype: str = "auto",
     ):
         if not model:
             raise BackendError("the transformers backend needs --model (a local model directory or a hub id)")
+        if dtype not in DTYPES:
+            raise BackendError(f"the transformers backend's dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
         self.model_id = model
         self.profile = check_profile(profile)
         self.max_new_tokens = max_new_tokens
@@ -71,7 +75,7 @@ class TransformersBackend(TextBackend):
         self._lock = threading.Lock()  # one generate call at a time
         self._queue_lock = threading.Lock()
         self._queue: list[_Request] = []
-        self.tokenizer, self.model = _load(model, device)
+        self.tokenizer, self.model = _load(model, device, dtype)
 
     def _chat(self, messages: list[dict], n: int, max_tokens: int | None, temperature: float | None) -> list[str]:
         return self._sample(self.encode(messages), n, max_tokens, temperature)
@@ -165,7 +169,7 @@ class TransformersBackend(TextBackend):
         return self.tokenizer.batch_decode(output[:, width:], skip_special_tokens=True)
 
 
-def _load(model: str, device: str):
+def _load(model: str, device: str, dtype: str):
     try:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -180,6 +184,8 @@ def _load(model: str, device: str):
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BackendError(f"cannot load model {where} `{model}`: {first}") from exc
-    if device == "cuda" and loaded.dtype == torch.float32:
-        loaded = loaded.to(getattr(torch, GPU_DTYPE))
+    if dtype != "auto":
+        loaded = loaded.to(getattr(torch, dtype))
+    elif device == "cuda" and loaded.dtype == torch.float32:
+        loaded = loaded.to(getattr(torch, AUTO_GPU_DTYPE))
     return tokenizer, loaded.to(device).eval()

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from model_server import cli
+from model_server.backends.base import BackendError
 from model_server.backends.transformers_backend import TransformersBackend
 from tests.model_server.tiny_model import build_tiny_llama
 
@@ -120,6 +121,34 @@ def test_a_float32_checkpoint_is_sampled_in_bfloat16_on_a_gpu(backend):
     assert (on_gpu.model.dtype, on_gpu.model.device.type) == (torch.bfloat16, "cuda")
     replies = [on_gpu.complete(SHORT, 1, 12), on_gpu.complete(LONG, 1, 12)]  # static cache, compiled, in bf16
     assert [len(reply) for reply in replies] == [1, 1] and all(isinstance(reply[0], str) for reply in replies)
+
+
+def test_an_explicit_dtype_is_what_the_model_samples_in(backend):
+    """`auto` keeps a float32 checkpoint as saved on a CPU; a named dtype casts it, on any device."""
+    import torch
+
+    halved = TransformersBackend(backend.model_id, "chat", device="cpu", temperature=0.0, dtype="bfloat16")
+    assert (backend.model.dtype, halved.model.dtype) == (torch.float32, torch.bfloat16)
+    reply = halved.complete(SHORT, 1, 12)
+    assert len(reply) == 1 and isinstance(reply[0], str)
+
+
+def test_an_unknown_dtype_is_refused_before_the_model_loads(backend):
+    with pytest.raises(BackendError, match="dtype must be one of auto, float32, bfloat16, float16, got 'fp8'"):
+        TransformersBackend(backend.model_id, "chat", device="cpu", dtype="fp8")
+
+
+@pytest.mark.parametrize("command", ["convert", "serve"])
+def test_the_dtype_flag_reaches_the_backend_and_a_bad_one_is_refused(command, capsys):
+    parser = argparse.ArgumentParser()
+    cli.add_parser(parser.add_subparsers())
+    task = [] if command == "serve" else ["task.py"]
+    base = [command, *task, "--backend", "transformers", "--model", "m"]
+    assert cli._backend_config(parser.parse_args(base)).dtype == "auto"
+    assert cli._backend_config(parser.parse_args([*base, "--dtype", "float32"])).dtype == "float32"
+    with pytest.raises(SystemExit):
+        parser.parse_args([*base, "--dtype", "fp8"])
+    assert "argument --dtype: invalid choice: 'fp8'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["convert", "serve"])

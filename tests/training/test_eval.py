@@ -150,6 +150,7 @@ def test_a_training_data_file_gives_the_tasks_of_one_split(tmp_path):
         (["--fast-p", "fast"], "--fast-p numbers"),
         (["--device", "tpu"], "--device must be one of auto, cuda, cpu"),
         (["--verify-device", "gpu"], "--verify-device must be one of auto, cuda, cpu, got 'gpu'"),
+        (["--dtype", "fp8"], "--dtype must be one of auto, float32, bfloat16, float16, got 'fp8'"),
     ],
 )
 def test_bad_flags_are_named(tmp_path, capsys, flags, message):
@@ -237,6 +238,8 @@ def test_inductor_kernels_pass_every_task_and_a_rerun_only_evaluates_new_ones(tm
     assert "holds tasks evaluated with other --samples (1 there)" in capsys.readouterr().err
     assert evaluation.main([*flags, "--verify-device", "cpu"]) == 2
     assert "holds tasks evaluated with other --verify-device ('' there)" in capsys.readouterr().err
+    assert evaluation.main([*flags, "--dtype", "bfloat16"]) == 2
+    assert "holds tasks evaluated with other --dtype ('auto' there)" in capsys.readouterr().err
 
 
 @pytest.mark.slow
