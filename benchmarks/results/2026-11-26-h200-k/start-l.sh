@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Experiment L: one SFT model (K's recipe), evaluated greedy twice on suite234: sampled in bfloat16 and in float32.
+# TRITONIZE_GPU_DTYPE was read by a local, uncommitted edit of transformers_backend.py; on main, pass
+# `training.eval --dtype float32` instead. (This note was added after the run; the rest is what ran.)
 set -euo pipefail
 cd /root/proof
 cp "$OLDPWD/.gguf2/part2" . && cat part1 part2 > smollm2.gguf && rm part1 part2
