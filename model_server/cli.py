@@ -88,7 +88,7 @@ def _add_serve(subparsers: argparse._SubParsersAction) -> None:
 def _add_shared_options(parser: argparse.ArgumentParser) -> None:
     """What both commands share: the backend, where candidates are verified, and how many at once."""
     from model_server.backends import BACKENDS
-    from model_server.backends.transformers_backend import DTYPES
+    from model_server.backends.transformers_backend import DTYPE_HELP, DTYPES
     from model_server.prompts import PROFILES
 
     parser.add_argument(
@@ -129,8 +129,7 @@ def _add_shared_options(parser: argparse.ArgumentParser) -> None:
         default="auto",
         choices=DTYPES,
         metavar="D",
-        help="transformers: the weights' dtype while sampling: auto (a float32 checkpoint in bfloat16 on a GPU, as "
-        "GRPO samples it; else as saved), float32, bfloat16 or float16 (default: auto)",
+        help=f"{DTYPE_HELP} (default: auto)",
     )
     add_device_option(parser)
     parser.add_argument(

@@ -51,7 +51,7 @@ from pathlib import Path
 import yaml
 
 from model_server import prompts
-from model_server.backends.transformers_backend import DTYPES
+from model_server.backends.transformers_backend import DTYPE_HELP, DTYPES
 from training import config, jsonl, rewards
 from verifier.device import DEVICES
 
@@ -123,13 +123,7 @@ class EvalArgs:
     compile: bool = field(
         default=False, metadata={"help": "transformers: decode with a static KV cache, compiled on a GPU"}
     )
-    dtype: str = field(
-        default="auto",
-        metadata={
-            "help": "transformers: the weights' dtype while sampling: auto (a float32 checkpoint in bfloat16 on a "
-            "GPU, as GRPO samples it; else as saved), float32, bfloat16 or float16"
-        },
-    )
+    dtype: str = field(default="auto", metadata={"help": DTYPE_HELP})
 
     def __post_init__(self) -> None:
         if not self.output_dir:

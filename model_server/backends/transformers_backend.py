@@ -22,6 +22,10 @@ GATHER_MAX_S = 5.0
 # a GPU, as GRPO's rollout samples it during training: float32 decoding moves twice the bytes (a 240-row static cache
 # of a 135M model took 24-29 GB) and leaves the tensor cores idle; any other checkpoint, and any on a CPU, as saved.
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+DTYPE_HELP = (
+    "transformers: the weights' dtype while sampling: auto (a float32 checkpoint in bfloat16 on a GPU, as GRPO samples "
+    "it; else as saved), float32, bfloat16 or float16"
+)
 AUTO_GPU_DTYPE = "bfloat16"
 
 
