@@ -23,7 +23,7 @@ from pathlib import Path
 
 from model_server.backends import BackendConfig, create_backend
 from model_server.loop import ConvertError, ConvertOptions, Outcome, convert
-from verifier.pool import VerifierPool
+from verifier.host.pool import VerifierPool
 
 TASKS = Path(__file__).resolve().parent / "tasks" / "published"
 HEADER = (

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from training import jsonl  # noqa: E402
 from training.rewards import VerifierRewards  # noqa: E402
-from verifier.pool import VerifierPool  # noqa: E402
+from verifier.host.pool import VerifierPool  # noqa: E402
 
 PHASES = ("total_s", "candidate_s", "timing_s")
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from training.eval import recorded_samples  # noqa: E402
 from training.rewards import passed  # noqa: E402
 from verifier.errors import TaskError  # noqa: E402
-from verifier.pool import VerifierPool  # noqa: E402
+from verifier.host.pool import VerifierPool  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

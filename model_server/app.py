@@ -34,7 +34,7 @@ from model_server import api
 from model_server.backends import BACKENDS, Backend, BackendConfig, BackendError, create_backend
 from model_server.loop import ConvertError, ConvertOptions, convert
 from verifier.errors import TaskError, UsageError
-from verifier.pool import VerifierPool
+from verifier.host.pool import VerifierPool
 
 MAX_SOURCE = 512 * 1024
 TASK_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")

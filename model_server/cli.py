@@ -187,8 +187,8 @@ def _run_convert(args: argparse.Namespace) -> int:
     from model_server.backends import BackendError, create_backend
     from model_server.loop import ConvertError, ConvertOptions, convert
     from verifier.errors import SandboxStartError, TaskError, UsageError
-    from verifier.pool import VerifierPool
-    from verifier.verification import check_task_file
+    from verifier.host.pool import VerifierPool
+    from verifier.host.verification import check_task_file
 
     task = Path(args.task)
     out = Path(args.out) if args.out else task.with_name(f"{task.stem}_triton.py")

@@ -19,9 +19,9 @@ from pathlib import Path
 from model_server import api
 from model_server.backends.base import Backend, BackendError, Generated, GenerationRequest
 from verifier.errors import Cancelled, TaskError
-from verifier.pool import VerifierPool
+from verifier.host.pool import VerifierPool
+from verifier.host.verification import check_task_file
 from verifier.report import Report
-from verifier.verification import check_task_file
 
 Emit = Callable[[api.Event], None]
 HYBRID_MARGIN = 1.05  # a hybrid candidate is chosen over an all-Triton one only when at least this much faster
@@ -105,7 +105,7 @@ def convert(
         return over.is_set() or cancelled() or _past(options.deadline, started)
 
     # while the backend generates, the sandboxes start and the task's baselines are timed (a verification that
-    # wants the slot in use waits for it; GPU measurements never overlap other GPU work, see verifier.gpu_lock)
+    # wants the slot in use waits for it; GPU measurements never overlap other GPU work, see verifier.host.gpu_lock)
     warmed = threading.Event()
     threading.Thread(target=_warm, args=(pool, task, options, stop, warmed), name="warm-verifier", daemon=True).start()
     try:

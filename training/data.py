@@ -299,7 +299,7 @@ def build_sft(tasks: list[Task], args: DataArgs, out: Path) -> None:
     """Convert and verify each task not yet in `progress.jsonl`, `args.workers` at a time, appending each
     verified pair to `sft.PROFILE.jsonl` (then its outcome to progress) as soon as it is known."""
     from model_server.backends.inductor import InductorBackend
-    from verifier.pool import VerifierPool
+    from verifier.host.pool import VerifierPool
 
     done = _done_ids(out)
     pending = [task for task in tasks if task.id not in done]

@@ -272,7 +272,7 @@ def discover(suite: Path, split: str, out: Path) -> list[Task]:
     """The suite's tasks in name order: its task modules, or the JSONL records of `split` written out as
     modules under `out/tasks` (TASKS_DIR; the verifier and the backends read tasks from files)."""
     from verifier.errors import TaskError, UsageError
-    from verifier.verification import check_task_file
+    from verifier.host.verification import check_task_file
 
     if suite.is_file():
         paths = _tasks_from_records(suite, split, out / TASKS_DIR)
@@ -336,7 +336,7 @@ def run(tasks: list[Task], args: EvalArgs, out: Path) -> tuple[list[dict], str, 
     fill a generation batch (or keep the verifiers busy): their requests reach the backend together."""
     from model_server.backends import BackendConfig, BackendError, create_backend
     from verifier.errors import SandboxStartError
-    from verifier.pool import VerifierPool
+    from verifier.host.pool import VerifierPool
 
     finished = {(r["name"], r["id"]): r for r in jsonl.read(out / TASKS_FILE) if "name" in r and "id" in r}
     pending = [task for task in tasks if (task.name, task.id) not in finished]

@@ -143,7 +143,7 @@ def train(args: GRPOArgs) -> None:
     from accelerate import PartialState
 
     from training.rewards import VerifierRewards
-    from verifier.pool import VerifierPool
+    from verifier.host.pool import VerifierPool
 
     state = PartialState()
     out = Path(args.output_dir)

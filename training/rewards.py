@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from model_server import prompts
 
 if TYPE_CHECKING:
-    from verifier.pool import VerifierPool
+    from verifier.host.pool import VerifierPool
     from verifier.report import Report
 
 SPEEDUP_CLIP = 1.0  # |log2 speedup| counted at most: 2x faster earns the whole term, 2x slower loses it

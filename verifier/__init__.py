@@ -18,9 +18,9 @@ _PUBLIC = {
     "SandboxStartError": "verifier.errors",
     "TaskError": "verifier.errors",
     "UsageError": "verifier.errors",
-    "VerifierPool": "verifier.pool",
+    "VerifierPool": "verifier.host.pool",
     "VerifyOptions": "verifier.options",
-    "verify": "verifier.pool",
+    "verify": "verifier.host.pool",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -144,7 +144,7 @@ def _add_verify(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_verify(args: argparse.Namespace) -> int:
     from verifier.errors import SandboxStartError, TaskError, UsageError
-    from verifier.pool import verify
+    from verifier.host.pool import verify
 
     try:
         report = verify(

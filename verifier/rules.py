@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifier.messages import Violation
+from verifier.wire.messages import Violation
 
 SEVERITIES = ("error", "warning", "info")
 STAGES = ("static", "compile", "runtime")

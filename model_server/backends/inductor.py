@@ -16,7 +16,7 @@ from pathlib import Path
 from model_server.backends.base import BackendError, Generated, GenerationRequest
 from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, rewrite, uses_library
 from verifier.cache import cache_dir, inductor_cache_dir
-from verifier.sandbox import Limits, default_memory_limit, launch_prefix, run_limited
+from verifier.host.isolation import Limits, default_memory_limit, launch_prefix, run_limited
 
 CAPTURE_FORMAT = 6  # bump when what `capture` records changes, so cached captures are made again
 # Inductor compiles in a pool of 16 worker processes by default, started while it imports: for the few kernels

@@ -22,7 +22,7 @@ from pathlib import Path
 from unittest import mock
 
 from model_server.inductor.rewrite import kernel_sources
-from verifier import gpu_lock
+from verifier.host import gpu_lock
 
 
 class CaptureError(Exception):
@@ -75,7 +75,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
     from torch._inductor.graph import GraphLowering
     from torch._inductor.runtime import triton_helpers
 
-    from verifier.harness import flatten, full_precision, load_module, seed_everything, trial_inputs
+    from verifier.sandbox.harness import flatten, full_precision, load_module, seed_everything, trial_inputs
 
     full_precision()
     if device == "cpu":

@@ -13,7 +13,7 @@ from model_server.backends.inductor import InductorBackend
 from model_server.loop import ConvertOptions, convert
 from tests.conftest import FIXTURES
 from verifier.audit.anti_hacking import check_candidate
-from verifier.pool import VerifierPool
+from verifier.host.pool import VerifierPool
 
 TASKS = FIXTURES / "tasks"
 

@@ -20,8 +20,8 @@ from model_server.inductor.rewrite import GRIDS, Kernel, RewriteError, Variant, 
 from tests.model_server.inductor_fixtures import FIXTURES, expected_path, fixtures, load, rewritten
 from verifier.audit.anti_hacking import check_candidate
 from verifier.audit.engine import audit_source
+from verifier.host.verification import HYBRID_ALLOWS
 from verifier.rules import RULES
-from verifier.verification import HYBRID_ALLOWS
 
 CASES = fixtures()
 RUFF_DEFAULT_RULES = "E4,E7,E9,F"

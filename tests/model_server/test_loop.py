@@ -17,7 +17,7 @@ from model_server.backends import BackendError, Generated, GenerationRequest
 from model_server.loop import Attempt, ConvertError, ConvertOptions, _choose, convert
 from tests.conftest import FIXTURES
 from verifier.errors import TaskError
-from verifier.pool import VerifierPool
+from verifier.host.pool import VerifierPool
 from verifier.report import Report
 
 TASKS = FIXTURES / "tasks"

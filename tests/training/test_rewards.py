@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from training.rewards import VerifierRewards, format_term, passed, speedup_term
-from verifier.pool import VerifierPool
+from verifier.host.pool import VerifierPool
 from verifier.report import Report
 
 ADD = (FIXTURES / "tasks/add.py").read_text()

@@ -10,12 +10,12 @@ import time
 import pytest
 import torch
 
-from verifier.channel import Channel, ChannelClosed
+from verifier.wire.channel import Channel, ChannelClosed
 
 WRITER = textwrap.dedent(
     """
     import sys, torch
-    from verifier.channel import Channel
+    from verifier.wire.channel import Channel
     channel = Channel(int(sys.argv[1]))
     channel.send_json({"leaves": 2})
     channel.send_tensor(torch.arange(10_000, dtype=torch.float32).reshape(100, 100).t())
@@ -88,7 +88,7 @@ def test_only_sizes_that_fit_the_layout_make_a_channel():
 
 def test_a_header_that_is_not_json_is_the_writers_fault_not_a_crash():
     channel = Channel.create(1024)
-    code = "import sys\nfrom verifier.channel import Channel\nc = Channel(int(sys.argv[1]))\n"
+    code = "import sys\nfrom verifier.wire.channel import Channel\nc = Channel(int(sys.argv[1]))\n"
     code += "slot = c._acquire()\nc.map[c._payload(slot) : c._payload(slot) + 5] = b'[[[[['\nc._publish(slot, 1, 5)\n"
     writer = start_writer(channel, code)
     assert writer.wait(timeout=60) == 0

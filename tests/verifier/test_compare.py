@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.compare import (
+from verifier.sandbox.compare import (
     Comparison,
     LeafCheck,
     against_exact,

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from verifier import VerifierPool
-from verifier.verification import CHANNEL_SLOT_BYTES, inputs_only
+from verifier.host.verification import CHANNEL_SLOT_BYTES, inputs_only
 
 RELU = (FIXTURES / "candidates/relu_ok.py").read_text()
 ELEMENTS = 3_000_001  # 12 MB of fp32: a dozen frames through the CPU ring, the last one partial

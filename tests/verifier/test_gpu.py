@@ -10,7 +10,7 @@ import torch
 from tests.conftest import FIXTURES
 from tests.verifier.zoo_cases import zoo_cases
 from verifier import VerifierPool
-from verifier.pool import VERIFICATION_FOOTPRINT
+from verifier.host.pool import VERIFICATION_FOOTPRINT
 
 pytestmark = pytest.mark.gpu
 CASES = zoo_cases()

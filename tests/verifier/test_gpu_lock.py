@@ -6,12 +6,12 @@ import textwrap
 import threading
 import time
 
-from verifier import gpu_lock
+from verifier.host import gpu_lock
 
 HOLD = textwrap.dedent(
     """
     import sys, time
-    from verifier import gpu_lock
+    from verifier.host import gpu_lock
     with gpu_lock.sharing():
         print("holding", flush=True)
         time.sleep(float(sys.argv[1]))

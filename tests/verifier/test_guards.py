@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from verifier.guards import Guards
+from verifier.sandbox.guards import Guards
 
 
 def test_allocations_keep_their_values_shapes_and_strides_and_are_restored_after():
@@ -20,7 +20,7 @@ def test_allocations_keep_their_values_shapes_and_strides_and_are_restored_after
         new = zeros.new_full((5,), 2)
     assert torch.equal(zeros, torch.zeros(3, 4)) and torch.equal(full, torch.full((2, 2), 7.0, dtype=torch.float64))
     assert strided.stride() == (1, 2) and like.requires_grad and torch.equal(new, torch.full((5,), 2.0))
-    assert torch.zeros.__module__ != "verifier.guards" and guards.damage() == []
+    assert torch.zeros.__module__ != "verifier.sandbox.guards" and guards.damage() == []
     assert len(guards.buffers) == 5
 
 

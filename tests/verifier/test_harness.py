@@ -12,7 +12,8 @@ import weakref
 import torch
 
 from tests.conftest import FIXTURES
-from verifier import VerifierPool, harness
+from verifier import VerifierPool
+from verifier.sandbox import harness
 
 # Run in a child process: `run_candidate` installs the watch's hooks (thread starts, launches) for good, as it
 # may in the sandbox, and they must not leak into this test process.
@@ -20,8 +21,8 @@ CANDIDATE_RUN = textwrap.dedent(
     """
     import gc, sys, threading, time
     import torch
-    from verifier import harness
-    from verifier.channel import Channel
+    from verifier.sandbox import harness
+    from verifier.wire.channel import Channel
 
     gc.disable()  # only the harness's own collections may free the candidate's cycles
     task, candidate = sys.argv[1], sys.argv[2]

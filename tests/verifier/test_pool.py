@@ -91,7 +91,7 @@ def test_a_gpu_index_names_the_device_a_child_sees(monkeypatch):
 def test_sandboxes_get_their_own_inductor_cache_not_the_parents(tmp_path, monkeypatch):
     """A sandbox cannot create the parent's Inductor cache dir (the GPU test beside this one shows the failure):
     a candidate's sandbox gets none from its parent, a trusted reference the writable cache it is given."""
-    from verifier.zygote_handle import ZygoteHandle
+    from verifier.host.zygote_handle import ZygoteHandle
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/tmp/torchinductor_parent")
     candidate = ZygoteHandle("cand-0", tmp_path, "cpu", True)._environment()

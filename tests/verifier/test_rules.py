@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from verifier.host.verification import _rejecting
 from verifier.rules import AUDIT_RULES, RULES, docs_url
-from verifier.verification import _rejecting
 
 
 def violation(rule: str) -> dict:

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.verifier.zoo_cases import sandbox_case
-from verifier import VerifierPool, procs, sandbox
+from verifier import VerifierPool, procs
+from verifier.host import isolation as sandbox
 
 pytestmark = pytest.mark.skipif(
     sandbox.namespaces_available() is not None, reason=f"namespaces unavailable: {sandbox.namespaces_available()}"

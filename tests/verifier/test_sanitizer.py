@@ -13,9 +13,10 @@ import sys
 import pytest
 
 from tests.conftest import FIXTURES
-from verifier import sanitizer, verify
+from verifier import verify
 from verifier.errors import UsageError
-from verifier.messages import RESULT_FILE, SANITIZED_JOB_FILE, SANITIZER_LOG_FILE
+from verifier.host import sanitizer
+from verifier.wire.messages import RESULT_FILE, SANITIZED_JOB_FILE, SANITIZER_LOG_FILE
 
 REPO = FIXTURES.parent.parent
 
@@ -92,7 +93,7 @@ def test_sanitize_on_the_cpu_is_refused_with_the_reason():
 
 def test_the_sanitize_job_execs_the_sanitizer_on_a_fresh_interpreter_that_runs_the_candidate(tmp_path):
     """The whole chain a GPU run takes, on the CPU: the job's process replaces itself with the (stand-in)
-    sanitizer, which starts `python -m verifier.zygote --run-job`, which calls the candidate once."""
+    sanitizer, which starts `python -m verifier.sandbox.zygote --run-job`, which calls the candidate once."""
     tool = tmp_path / "compute-sanitizer"
     tool.write_text(STAND_IN)
     tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
@@ -117,7 +118,7 @@ def test_the_sanitize_job_execs_the_sanitizer_on_a_fresh_interpreter_that_runs_t
     (job_dir / "outer.json").write_text(json.dumps(job))
     env = {**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
     run = subprocess.run(
-        [sys.executable, "-m", "verifier.zygote", "--run-job", str(job_dir / "outer.json")],
+        [sys.executable, "-m", "verifier.sandbox.zygote", "--run-job", str(job_dir / "outer.json")],
         capture_output=True,
         text=True,
         timeout=120,

@@ -4,7 +4,7 @@ A candidate earns a reward only if its core compute runs in Triton. These checks
 imported or run) and refuse the known ways of faking that: PyTorch compute on the `forward` path, escape
 hatches out of the sandbox's view (dynamic code, dunder access, forbidden imports), state that survives
 between calls, and tampering with the timing or launch machinery. The runtime half lives in
-`verifier/harness.py`; every rule is registered in `verifier/rules.py`.
+`verifier/sandbox/harness.py`; every rule is registered in `verifier/rules.py`.
 """
 
 from __future__ import annotations

@@ -15,13 +15,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from verifier import sandbox
 from verifier.audit.compile_plan import CompileJob, plan
 from verifier.audit.config import AuditConfig
 from verifier.audit.source_index import SourceIndex
 from verifier.cache import cache_dir
 from verifier.findings import Finding
-from verifier.messages import CompileOutcome, CompileResult, CompileSpec
+from verifier.host import isolation as sandbox
+from verifier.wire.messages import CompileOutcome, CompileResult, CompileSpec
 
 SHARED_MEMORY_LIMITS = {70: 98304, 75: 65536, 80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448}
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -100,7 +100,7 @@ class CompileChecker:
             result_file = os.path.join(scratch, "result.json")
             prefix, isolation = sandbox.launch_prefix(self.isolate)
             self.warnings.update(isolation["warnings"])
-            command = [*prefix, sys.executable, "-m", "verifier.audit.compile_child"]
+            command = [*prefix, sys.executable, "-m", "verifier.sandbox.compile_child"]
             command += ["--job", os.path.join(scratch, "job.json"), "--result", result_file, "--scratch", scratch]
             if prefix:
                 command += ["--cover", os.path.realpath(tempfile.gettempdir())]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from verifier.audit.dataflow import keyword
 from verifier.audit.source_index import Kernel, Launch, SourceIndex, walk, walk_body
-from verifier.messages import CompileJobSpec
+from verifier.wire.messages import CompileJobSpec
 
 MAX_JOBS_PER_KERNEL = 4
 TORCH_DTYPES = {

@@ -2,7 +2,7 @@
 limits on time and memory enforced from the trusted parent.
 
 A zygote is started as `unshare --user --net --pid --mount --fork --kill-child --mount-proc python -m
-verifier.zygote ...`: it becomes PID 1 of a fresh PID namespace (so every process it leaves behind dies
+verifier.sandbox.zygote ...`: it becomes PID 1 of a fresh PID namespace (so every process it leaves behind dies
 with it), has no network, and before any untrusted code runs it remounts every filesystem read-only except
 its own scratch directory, and hides the temp dir (where the verifier keeps references) under an empty tmpfs.
 Where namespaces are unavailable the zygote still runs in its own session, with a warning in the report.

@@ -1,5 +1,5 @@
 """The zygote: a warm process inside the sandbox that imports torch and Triton once, locks itself down, then
-forks one fresh child per job (`python -m verifier.zygote`, started by `zygote_handle.py`).
+forks one fresh child per job (`python -m verifier.sandbox.zygote`, started by `zygote_handle.py`).
 
 Protocol (JSON lines, typed in `messages.py`): the parent writes a `Job` on the zygote's stdin; the zygote
 forks, the child runs `harness.run_job` with its stdout/stderr captured to files in the job directory, and
@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import NoReturn
 
-from verifier.messages import HARNESS_ERROR_FILE, STDERR_FILE, STDOUT_FILE, Job, Ready, ZygoteReply
+from verifier.wire.messages import HARNESS_ERROR_FILE, STDERR_FILE, STDOUT_FILE, Job, Ready, ZygoteReply
 
 GPU_WARM_IMPORTS = ("torch.profiler", "torch._dynamo", "torch._higher_order_ops.triton_kernel_wrap")
 
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     protocol_out = os.fdopen(os.dup(1), "w")
     _redirect(0, "/dev/null", os.O_RDONLY)
     _redirect(1, os.devnull, os.O_WRONLY)
-    from verifier import sandbox
+    from verifier.host import isolation as sandbox
 
     if args.lockdown:
         sandbox.lockdown(args.scratch, args.cover, args.writable)
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch  # noqa: F401  (warm import, shared with every forked child)
     import triton  # noqa: F401
 
-    from verifier import harness  # noqa: F401
+    from verifier.sandbox import harness  # noqa: F401
 
     if args.device.startswith("cuda"):
         _warm_gpu_imports()
@@ -115,7 +115,7 @@ def _run_and_exit(job: Callable[[], Job], job_dir: str, setup: Callable[[], None
     code = 70
     try:
         setup()
-        from verifier import harness
+        from verifier.sandbox import harness
 
         harness.run_job(job())
         code = 0
@@ -172,7 +172,7 @@ def _redirect(fd: int, path: str, flags: int) -> None:
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m verifier.zygote")
+    parser = argparse.ArgumentParser(prog="python -m verifier.sandbox.zygote")
     parser.add_argument("--scratch")
     parser.add_argument("--cover", help="directory to hide (the temp dir)")
     parser.add_argument("--writable", action="append", default=[])

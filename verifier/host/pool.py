@@ -21,10 +21,10 @@ from pathlib import Path
 from verifier.cache import inductor_cache_dir
 from verifier.device import resolve_device, visible_gpu
 from verifier.errors import Cancelled
+from verifier.host.verification import Shared, Slot, Verification
+from verifier.host.zygote_handle import start_all
 from verifier.options import VerifyOptions
 from verifier.report import Report
-from verifier.verification import Shared, Slot, Verification
-from verifier.zygote_handle import start_all
 
 # GPU memory of one verification (its candidate's and its reference's sandboxes), in multiples of the task's eager
 # peak (H100, 2026-11-26, nvidia-smi every 0.5 s: pointwise_conv2d's eager run peaks at 12.3 GiB; its reference's

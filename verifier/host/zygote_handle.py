@@ -21,9 +21,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier import procs, sandbox
+from verifier import procs
 from verifier.errors import Cancelled, SandboxStartError
-from verifier.messages import Job, ZygoteReply
+from verifier.host import isolation as sandbox
+from verifier.wire.messages import Job, ZygoteReply
 
 START_TIMEOUT = 180.0
 POLL_SECONDS = 0.02
@@ -148,7 +149,7 @@ class ZygoteHandle:
         self.stop()
         self.scratch.mkdir(parents=True, exist_ok=True)
         prefix, self.isolation = sandbox.launch_prefix(self.isolate)
-        command = [*prefix, sys.executable, "-m", "verifier.zygote", "--scratch", str(self.scratch)]
+        command = [*prefix, sys.executable, "-m", "verifier.sandbox.zygote", "--scratch", str(self.scratch)]
         cover = self.base.parent if self.base.parent != Path("/") else self.base
         command += ["--cover", str(cover), "--device", self.device]
         command += [arg for path in self.writable for arg in ("--writable", path)]

@@ -1,8 +1,8 @@
-"""Compiles a file's kernels for a CUDA target in a sandboxed child process: `python -m verifier.audit.compile_child`.
+"""Compiles a file's kernels for a CUDA target in a sandboxed child process: `python -m verifier.sandbox.compile_child`.
 
 Only what kernels need is rebuilt from the file (imports they use, module-level assignments, function
 definitions); launchers and classes never run. The job file and the results (a JSON file in the scratch
-directory, so nothing the audited code prints can be mistaken for them) are typed in `verifier/messages.py`.
+directory, so nothing the audited code prints can be mistaken for them) are typed in `verifier/wire/messages.py`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import subprocess
 import sys
 import types
 
-from verifier.messages import CompileJobSpec, CompileOutcome, CompileResult, CompileSpec
+from verifier.wire.messages import CompileJobSpec, CompileOutcome, CompileResult, CompileSpec
 
 IMPORTABLE = {"triton", "torch", "math"}
 PLAIN_CALLS = {"constexpr", "int", "float", "bool", "next_power_of_2", "cdiv"}
@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--cover", default=None)
     args = parser.parse_args()
     if args.cover:
-        from verifier import sandbox
+        from verifier.host import isolation as sandbox
 
         sandbox.lockdown(args.scratch, args.cover, [])
     with open(args.job) as handle:

@@ -23,11 +23,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verifier import gpu_lock, sanitizer
 from verifier.audit.anti_hacking import check_candidate
-from verifier.channel import Channel
 from verifier.errors import TaskError, UsageError
-from verifier.messages import (
+from verifier.host import gpu_lock, sanitizer
+from verifier.host.zygote_handle import JobOutcome, ZygoteHandle, start_all
+from verifier.options import VerifyOptions
+from verifier.report import Report
+from verifier.rules import RULES
+from verifier.wire.channel import Channel
+from verifier.wire.messages import (
     HARNESS_ERROR_FILE,
     RESULT_FILE,
     SANITIZER_LOG_FILE,
@@ -39,10 +43,6 @@ from verifier.messages import (
     ReferenceResult,
     Violation,
 )
-from verifier.options import VerifyOptions
-from verifier.report import Report
-from verifier.rules import RULES
-from verifier.zygote_handle import JobOutcome, ZygoteHandle, start_all
 
 OUTPUT_LIMIT = 4000
 CANDIDATE_MODULE = "candidate"

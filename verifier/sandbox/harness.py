@@ -34,10 +34,11 @@ from typing import NoReturn
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from verifier import compare, coverage, launch_hook, sanitizer, timing
-from verifier.channel import Channel, ChannelClosed
-from verifier.guards import Guards
-from verifier.messages import (
+from verifier.rules import RULES
+from verifier.sandbox import compare, coverage, launch_hook, memcheck, timing
+from verifier.sandbox.guards import Guards
+from verifier.wire.channel import Channel, ChannelClosed
+from verifier.wire.messages import (
     RESULT_FILE,
     SANITIZED_JOB_FILE,
     SANITIZER_LOG_FILE,
@@ -51,7 +52,6 @@ from verifier.messages import (
     TimedReference,
     Violation,
 )
-from verifier.rules import RULES
 
 _CLONE = torch.Tensor.clone
 _EQUAL = torch.equal
@@ -500,11 +500,11 @@ def sanitize(job: Job) -> NoReturn:
     with open(SANITIZED_JOB_FILE, "w") as f:
         json.dump(inner, f)
     # -P: the job directory (writable by the candidate) is not put on the import path
-    target = [sys.executable, "-P", "-m", "verifier.zygote", "--run-job", os.path.abspath(SANITIZED_JOB_FILE)]
-    argv = sanitizer.command(job["sanitizer"], os.path.abspath(SANITIZER_LOG_FILE), target)
+    target = [sys.executable, "-P", "-m", "verifier.sandbox.zygote", "--run-job", os.path.abspath(SANITIZED_JOB_FILE)]
+    argv = memcheck.command(job["sanitizer"], os.path.abspath(SANITIZER_LOG_FILE), target)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(argv[0], argv, sanitizer.environment())
+    os.execve(argv[0], argv, memcheck.environment())
 
 
 def sanitized_candidate(job: Job) -> dict:

@@ -18,8 +18,8 @@ from collections.abc import Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
-from verifier.launch_hook import LaunchCounter
-from verifier.messages import Coverage
+from verifier.sandbox.launch_hook import LaunchCounter
+from verifier.wire.messages import Coverage
 
 NOT_WORK = {
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",

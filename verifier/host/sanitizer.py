@@ -4,8 +4,8 @@ out-of-bounds or misaligned access to device memory, reads included, down to the
 Guard zones (TRI358) catch stray writes in every run; memcheck also catches reads, at the cost of running
 the kernels 10-100x slower, so it is an option. The sanitized run allocates every tensor on its own (the
 caching allocator is off) and without guard zones, so an access one element past a tensor is past its
-allocation. This module finds the tool, builds its command line and reads its log; the run itself is a
-sandboxed job (`harness.sanitize_candidate`).
+allocation. This module finds the tool and reads its log; the run itself is a sandboxed job
+(`verifier/sandbox/memcheck.py` builds its command line).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import shutil
 import sys
 
 EXECUTABLE = "compute-sanitizer"
-ERROR_LIMIT = 20  # memcheck stops printing after this many errors (it still counts them)
 # The first line of an error block; everything memcheck reports as an error starts with one of these.
 ERROR_STARTS = ("Invalid ", "Misaligned ", "Out-of-range ", "Program hit ", "Malloc/Free ", "Hardware ")
 SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) errors?")
@@ -41,28 +40,6 @@ def find() -> str | None:
             if os.path.isfile(path) and os.access(path, os.X_OK):
                 return path
     return None
-
-
-def command(executable: str, log_file: str, target: list[str]) -> list[str]:
-    """memcheck over `target` and every process it starts, its report written to `log_file`."""
-    return [
-        executable,
-        "--tool",
-        "memcheck",
-        "--log-file",
-        log_file,
-        "--print-limit",
-        str(ERROR_LIMIT),
-        "--target-processes",
-        "all",
-        *target,
-    ]
-
-
-def environment() -> dict[str, str]:
-    """The sanitized run's environment: the sandbox's own, with each tensor its own device allocation (the
-    caching allocator would hide an overrun inside a larger cached block)."""
-    return {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 
 
 def read_log(text: str) -> tuple[int, list[str]]:
