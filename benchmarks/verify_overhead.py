@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from verifier import VerifierPool, procs  # noqa: E402
 from verifier.device import DEVICES, resolve_device  # noqa: E402
-from verifier.sandbox.harness import load_module  # noqa: E402
+from verifier.sandbox.task_code import load_module  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 PUBLISHED = ROOT / "benchmarks" / "tasks" / "published"

@@ -63,6 +63,25 @@ def test_packages_import_only_down_the_stack():
             assert target.split(".")[0] in allowed or target in allowed, f"{module} imports {target}"
 
 
+# The trust boundary inside the verifier: code that runs in a sandbox (sandbox/) and what crosses (wire/) import
+# nothing of the trusted side (host/, the CLI, the pool, the report); the rule catalog and process listing are
+# the only other modules they share.
+SANDBOX_MAY_IMPORT = ("verifier.sandbox", "verifier.wire", "verifier.rules", "verifier.procs")
+WIRE_MAY_IMPORT = ("verifier.wire",)
+
+
+def test_sandbox_code_imports_nothing_from_the_host_side():
+    for module, imported in graph().items():
+        if module.startswith("verifier.sandbox"):
+            allowed = SANDBOX_MAY_IMPORT
+        elif module.startswith("verifier.wire"):
+            allowed = WIRE_MAY_IMPORT
+        else:
+            continue
+        for target in imported:
+            assert target.startswith(allowed), f"{module} (inside the sandbox) imports {target}"
+
+
 def test_no_module_imports_itself_through_others():
     cycles = [sorted(group) for group in strongly_connected(graph()) if len(group) > 1]
     assert cycles == []

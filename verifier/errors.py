@@ -17,3 +17,7 @@ class SandboxStartError(RuntimeError):
 
 class Cancelled(Exception):
     """The caller withdrew the verification; its sandbox was killed."""
+
+
+class IsolationError(UsageError):
+    """Isolation was required and this host cannot give one of its layers, or a sandbox could not be set up."""

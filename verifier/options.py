@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifier.host.isolation import MIN_MEMORY_LIMIT, Limits, default_memory_limit
+from verifier.host.limits import MIN_MEMORY_LIMIT, Limits, default_memory_limit
 
 POLICIES = ("strict", "hybrid")
 

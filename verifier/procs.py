@@ -38,6 +38,11 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def children(parent: int) -> list[int]:
+    """The live processes whose parent is `parent`."""
+    return sorted(pid for pid, ppid in _parent_map().items() if ppid == parent)
+
+
 def resident_bytes(pids: list[int]) -> int:
     """Sum of resident set sizes; processes that vanished meanwhile count zero."""
     total = 0

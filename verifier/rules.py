@@ -1,9 +1,9 @@
 """Every rule the audit and the verifier report, registered once: stable id, name, default severity, where it
 is checked and whether a finding refuses a candidate outright.
 
-Stages: `static` rules read source (the audit's TRI0xx-TRI5xx and the anti-hacking TRI301-TRI316), `compile`
+Stages: `static` rules read source (the audit's TRI0xx-TRI5xx and the anti-hacking TRI301-TRI318), `compile`
 rules build kernels for a CUDA target (TRI6xx), `runtime` rules are seen inside the verifier's sandbox while
-a candidate runs (TRI351-TRI359). A rule that `rejects` gives the verdict `rejected`; any other error-level
+a candidate runs (TRI351-TRI361). A rule that `rejects` gives the verdict `rejected`; any other error-level
 runtime finding makes the candidate `incorrect`. docs/RULES.md has one row per rule and is checked against
 this table by the tests.
 """
@@ -75,7 +75,7 @@ RULES: dict[str, Rule] = {
         _static("TRI203", "int32-offset-overflow", "warning", "program_id times a runtime stride in int32"),
         _static("TRI204", "inclusive-bound", "error", "a mask `offsets <= n` lets one lane past the end"),
         _hack("TRI301", "no-triton-kernel", "error", "the candidate defines no @triton.jit kernel"),
-        _hack("TRI302", "torch-compute", "error", "PyTorch compute on the forward path instead of Triton"),
+        _hack("TRI302", "torch-compute", "warning", "PyTorch compute in forward's code (what ran decides: TRI360)"),
         _hack("TRI303", "try-except", "error", "try/except can hide a fallback to PyTorch"),
         _hack("TRI304", "forbidden-import", "error", "import or call outside the allow-list (threads, processes, I/O)"),
         _hack("TRI305", "dynamic-code", "error", "eval/exec/getattr-style dynamic code the checks cannot see"),
@@ -90,6 +90,8 @@ RULES: dict[str, Rule] = {
         _hack("TRI314", "imports-task", "error", "the candidate imports the task it is checked against"),
         _hack("TRI315", "print", "info", "print() output is captured into the report, never shown as results"),
         _hack("TRI316", "decoy-kernel", "warning", "a @triton.jit kernel that nothing launches or calls"),
+        _hack("TRI317", "not-allowed", "error", "a name, attribute or call outside the allowlist"),
+        _hack("TRI318", "model-not-plain", "error", "ModelNew is not one plain top-level class"),
         _runtime("TRI351", "no-triton-launch", "forward launched no Triton kernel (or fewer than timed calls)", True),
         _runtime("TRI352", "side-stream-launch", "a kernel launched outside the timed stream", True),
         _runtime("TRI353", "new-thread", "the candidate started a thread", True),
@@ -99,6 +101,8 @@ RULES: dict[str, Rule] = {
         _runtime("TRI357", "cached-output", "an output repeats the previous call's (output caching)", False),
         _runtime("TRI358", "out-of-bounds", "forward wrote outside the buffers it was given or allocated", False),
         _runtime("TRI359", "memcheck-error", "compute-sanitizer memcheck saw a bad device memory access", False),
+        _runtime("TRI360", "torch-compute-ran", "PyTorch computed part of the work while forward ran", True),
+        _runtime("TRI361", "sandbox-refused", "the candidate reached into its own process and was refused", True),
         _static("TRI401", "unshifted-exp", "warning", "exp of unshifted values summed (softmax/logsumexp overflow)"),
         _static("TRI402", "low-precision-accumulator", "warning", "fp16/bf16 accumulator or tl.dot output"),
         _static("TRI403", "dot-precision-unstated", "warning", "tl.dot without input_precision: TF32 for fp32 inputs"),

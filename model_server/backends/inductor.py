@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import os
 import re
 import sys
+import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -16,7 +17,8 @@ from pathlib import Path
 from model_server.backends.base import BackendError, Generated, GenerationRequest
 from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, rewrite, uses_library
 from verifier.cache import cache_dir, inductor_cache_dir
-from verifier.host.isolation import Limits, default_memory_limit, launch_prefix, run_limited
+from verifier.host import gpu_lock, isolation
+from verifier.host.limits import Limits, default_memory_limit
 
 CAPTURE_FORMAT = 6  # bump when what `capture` records changes, so cached captures are made again
 # Inductor compiles in a pool of 16 worker processes by default, started while it imports: for the few kernels
@@ -185,17 +187,29 @@ class InductorBackend:
         seconds = request.seconds_left(self.timeout if mode == "default" else min(self.timeout, TEMPLATES_SECONDS))
         if seconds < 1:
             raise BackendError("the deadline passed before Inductor could compile the task")
-        prefix, _ = launch_prefix(isolate=True)
-        command = [*prefix, sys.executable, "-m", "model_server.inductor.capture", str(request.task)]
-        flags, pooled = _capture_flags(mode, request.task.read_text())
-        command += ["--device", request.device, *flags, *(["--alone"] if alone else [])]
+        task = request.task.resolve()
+        flags, pooled = _capture_flags(mode, task.read_text())
+        program = [sys.executable, "-m", "model_server.inductor.capture", str(task), "--device", request.device, *flags]
         limits = Limits(seconds, default_memory_limit())
         cache = inductor_cache_dir()
         cache.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache)}
+        env = {"TORCHINDUCTOR_CACHE_DIR": str(cache)}
         if not pooled:
             env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
-        done = run_limited(command, limits, stop, env=env)
+        # the GPU is shared with correctness runs, and no timing runs meanwhile (Inductor autotunes on it)
+        lock = gpu_lock.measuring() if alone else gpu_lock.sharing()
+        with tempfile.TemporaryDirectory(prefix="tritonize-capture-") as scratch:
+            launch = isolation.prepare(
+                program,
+                device=request.device,
+                host_scratch=Path(scratch),
+                readonly=[str(task)],
+                writable=[str(cache)],
+                packages=("verifier", "model_server"),
+                env=env,
+            )
+            with lock if request.device == "cuda" else contextlib.nullcontext():
+                done = isolation.run_limited(launch, limits, stop)
         if done.exceeded == "stopped":
             return {"error": "not needed: Inductor's default kernels make no library call", "stopped": True}
         if done.exceeded == "timeout":

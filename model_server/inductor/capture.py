@@ -1,12 +1,13 @@
 """Compile a task with TorchInductor and print what the rewriter needs, as one JSON object (a subprocess).
 
-    python -m model_server.inductor.capture TASK.py --device cpu|cuda [--templates] [--alone]
+    python -m model_server.inductor.capture TASK.py --device cpu|cuda [--templates]
 
 On a GPU the compiled model really runs, so Inductor's autotuner picks each kernel's launch configuration.
 On a CPU, Inductor is asked for Triton code (`cpu_backend = "triton"`) with a stand-in Triton driver that
 reports an sm_90 target: generation works without a device, and the run is stopped as soon as the code
 exists. Each kernel then gets the first configuration of Inductor's own heuristics. The user's task runs here
-(it is their code, and `verify` runs it too), but never in the server's process.
+(it is their code, and `verify` runs it too), but never in the server's process: the backend starts this module
+in a sandbox and holds the GPU lock for it (`model_server/backends/inductor.py`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from pathlib import Path
 from unittest import mock
 
 from model_server.inductor.rewrite import kernel_sources
-from verifier.host import gpu_lock
 
 
 class CaptureError(Exception):
@@ -50,12 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         help="with --templates: keep the first N of Inductor's matmul template configurations (1: no autotuning); "
         "convolution templates are autotuned over all of theirs",
     )
-    parser.add_argument(
-        "--alone", action="store_true", help="hold the GPU alone (after running out of memory beside other work)"
-    )
     args = parser.parse_args(argv)
     try:
-        result = capture(Path(args.task), args.device, args.templates, args.configs, args.alone)
+        result = capture(Path(args.task), args.device, args.templates, args.configs)
     except CaptureError as exc:
         print(json.dumps({"error": str(exc), **({"out_of_memory": True} if exc.out_of_memory else {})}))
         return 1
@@ -63,11 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def capture(task: Path, device: str, templates: bool, configs: int | None = None, alone: bool = False) -> dict:
+def capture(task: Path, device: str, templates: bool, configs: int | None = None) -> dict:
     """Wrapper code, kernel configurations, graph inputs, output structure and the scalar arguments Inductor
     baked into the code, of one compiled task (the model in training mode, as the verifier runs it); and how
     long the imports, the task (its model and inputs, made on the device, and an eager call) and the compile
-    took. `alone`: wait until no other work uses the GPU, and keep it meanwhile."""
+    took."""
     started = time.perf_counter()
     import torch
     import torch._inductor.config as inductor_config
@@ -75,7 +72,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
     from torch._inductor.graph import GraphLowering
     from torch._inductor.runtime import triton_helpers
 
-    from verifier.sandbox.harness import flatten, full_precision, load_module, seed_everything, trial_inputs
+    from verifier.sandbox.task_code import flatten, full_precision, load_module, seed_everything, trial_inputs
 
     full_precision()
     if device == "cpu":
@@ -92,9 +89,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
         _convolutions_autotuned(inductor_config)
     imported = time.perf_counter()
     module = load_module(str(task), "task")
-    # the GPU is shared with correctness runs, and no timing runs meanwhile (Inductor autotunes on it)
-    lock = gpu_lock.measuring() if alone else gpu_lock.sharing()
-    with lock if device == "cuda" else contextlib.nullcontext(), _out_of_memory_named(torch):
+    with _out_of_memory_named(torch):
         seed_everything(0)
         with torch.device(device):  # made where they are used: a 6 GiB input costs seconds to draw on the CPU
             model = module.Model(*module.get_init_inputs()).to(device)

@@ -13,7 +13,7 @@ import torch
 
 from tests.conftest import FIXTURES
 from verifier import VerifierPool
-from verifier.sandbox import harness
+from verifier.sandbox import task_code
 
 # Run in a child process: `run_candidate` installs the watch's hooks (thread starts, launches) for good, as it
 # may in the sandbox, and they must not leak into this test process.
@@ -21,7 +21,7 @@ CANDIDATE_RUN = textwrap.dedent(
     """
     import gc, sys, threading, time
     import torch
-    from verifier.sandbox import harness
+    from verifier.sandbox import candidate as candidate_side
     from verifier.wire.channel import Channel
 
     gc.disable()  # only the harness's own collections may free the candidate's cycles
@@ -41,7 +41,7 @@ CANDIDATE_RUN = textwrap.dedent(
     calls.append({"seed": 9, "grad": True, "label": "enable_grad call"})
     job = {"device": "cpu", "channel_fd": channel.fd, "inputs_source": task, "source": candidate,
            "module_name": "cyclic_candidate", "calls": calls, "init_seed": 1}
-    harness.run_candidate(job)
+    candidate_side.run_candidate(job)
     seen = sys.modules["cyclic_candidate"].SEEN
     print(sum(ref() is not None for ref in seen), len(seen))
     """
@@ -85,7 +85,7 @@ def test_flatten_leaves_no_reference_cycle_behind():
     alive = weakref.ref(output[0])
     gc.disable()
     try:
-        structure, leaves = harness.flatten(output)
+        structure, leaves = task_code.flatten(output)
         assert structure == {
             "kind": "tuple",
             "items": [

@@ -28,15 +28,18 @@ def test_strict_refuses_pytorch_doing_the_work_and_says_so_plainly(pool):
     report = pool.verify(TASK, CANDIDATE, trials=2)
     assert report.verdict == "rejected" and report.reward == 0 and report.policy == "strict"
     line = line_of(CANDIDATE, "self.linear(x)")
-    assert report.message.startswith(f"The matrix multiplication runs in PyTorch (line {line}); the strict policy")
+    assert report.message.startswith("The matrix multiplication ran in PyTorch during the compared calls (aten.addmm")
+    assert f"the source computes in PyTorch at line {line}); the strict policy requires Triton" in report.message
     assert "--policy hybrid" in report.message and "anti-hacking" not in report.message
+    assert [v["rule"] for v in report.violations] == ["TRI302", "TRI360"]
     assert not report.passed
 
 
 def test_a_convolution_left_to_pytorch_is_named_as_such(pool):
     candidate = HYBRID / "conv_relu_hybrid.py"
-    report = pool.verify(TASK, candidate, trials=2)
-    assert report.message.startswith(f"The convolution runs in PyTorch (line {line_of(candidate, 'self.conv(x)')})")
+    report = pool.verify(HYBRID / "conv_relu.py", candidate, trials=2)
+    assert report.message.startswith("The convolution ran in PyTorch during the compared calls (aten.convolution")
+    assert f"at line {line_of(candidate, 'self.conv(x)')})" in report.message
 
 
 def test_hybrid_accepts_it_as_correct_with_its_coverage_and_no_reward(pool):
@@ -45,7 +48,7 @@ def test_hybrid_accepts_it_as_correct_with_its_coverage_and_no_reward(pool):
     assert report.reward == 0 and report.passed
     assert report.coverage == 0.5  # one Triton launch next to one library op, on the CPU's share of ops
     assert report.library_calls == ["torch.nn.functional.linear"]
-    assert [v["rule"] for v in report.violations] == ["TRI302"]
+    assert [v["rule"] for v in report.violations] == ["TRI302", "TRI360"]  # explained and seen, not refused
     assert (
         "coverage: 50% of the ops in Triton (hybrid policy); in PyTorch: torch.nn.functional.linear" in report.summary()
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -19,10 +20,11 @@ import pytest
 
 from tests.verifier.zoo_cases import sandbox_case
 from verifier import VerifierPool, procs
-from verifier.host import isolation as sandbox
+from verifier.host import isolation
+from verifier.host.limits import Limits
 
 pytestmark = pytest.mark.skipif(
-    sandbox.namespaces_available() is not None, reason=f"namespaces unavailable: {sandbox.namespaces_available()}"
+    isolation.layers()["namespaces"] is not None, reason=f"no sandbox here: {isolation.layers()['namespaces']}"
 )
 UNCHECKED = {"static_checks": False, "timeout": 30, "trials": 2, "memory_limit": 2 * 1024**3}
 
@@ -101,8 +103,15 @@ def test_leaves_no_process_behind(pool, tmp_path):
     marker = str(900000 + uuid.uuid4().int % 99999)
     task, candidate = _customised("leave_process", tmp_path, MARKER=marker)
     report = pool.verify(task, candidate, **UNCHECKED)
-    assert report.verdict == "correct"
+    assert report.verdict == "rejected" and "TRI361" in {v["rule"] for v in report.violations}, report.message
     assert _processes_with_argument(marker) == []
+
+
+def test_native_code_through_ctypes_is_refused_at_run_time(pool):
+    case = sandbox_case("ctypes_null")
+    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    assert report.verdict == "rejected"
+    assert "the sandbox refused ctypes" in report.message
 
 
 def test_cannot_read_the_reference_outputs(pool, tmp_path):
@@ -141,7 +150,7 @@ def _processes_with_argument(argument: str) -> list[int]:
     return found
 
 
-def test_a_one_shot_command_is_stopped_with_its_children_when_asked():
+def test_a_one_shot_command_is_stopped_with_its_children_when_asked(tmp_path):
     """`run_limited` (what the inductor backend's captures run under) ends a whole tree on request, at once."""
     stop = threading.Event()
     marker = f"{60 + uuid.uuid4().int % 1000 / 1000:.3f}"  # a sleep no other process runs
@@ -149,10 +158,10 @@ def test_a_one_shot_command_is_stopped_with_its_children_when_asked():
         f"import subprocess, time; subprocess.Popen(['sleep', '{marker}']); print('started', flush=True); "
         "time.sleep(60)"
     )
-    command = [*sandbox.launch_prefix(isolate=True)[0], "python3", "-c", script]
+    launch = isolation.prepare([sys.executable, "-c", script], device="cpu", host_scratch=tmp_path)
     threading.Timer(1.0, stop.set).start()
     started = time.monotonic()
-    done = sandbox.run_limited(command, sandbox.Limits(30, 2 * 1024**3), stop)
+    done = isolation.run_limited(launch, Limits(30, 2 * 1024**3), stop)
     assert done.exceeded == "stopped" and done.returncode is None
     assert time.monotonic() - started < 10
     assert done.stdout.strip() == "started"
@@ -165,6 +174,7 @@ def _cmdline(proc: Path) -> str:
     return ""
 
 
-def test_a_one_shot_command_past_its_time_is_killed():
-    done = sandbox.run_limited(["sleep", "60"], sandbox.Limits(0.5, 2 * 1024**3))
+def test_a_one_shot_command_past_its_time_is_killed(tmp_path):
+    launch = isolation.prepare(["sleep", "60"], device="cpu", host_scratch=tmp_path)
+    done = isolation.run_limited(launch, Limits(0.5, 2 * 1024**3))
     assert done.exceeded == "timeout" and done.returncode is None

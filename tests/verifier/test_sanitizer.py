@@ -16,7 +16,7 @@ from tests.conftest import FIXTURES
 from verifier import verify
 from verifier.errors import UsageError
 from verifier.host import sanitizer
-from verifier.wire.messages import RESULT_FILE, SANITIZED_JOB_FILE, SANITIZER_LOG_FILE
+from verifier.wire.messages import SANITIZED_JOB_FILE, SANITIZER_LOG_FILE
 
 REPO = FIXTURES.parent.parent
 
@@ -115,6 +115,8 @@ def test_the_sanitize_job_execs_the_sanitizer_on_a_fresh_interpreter_that_runs_t
         "inputs_source": str(job_dir / "task_inputs.py"),
         "sanitizer": str(tool),
     }
+    result_read, result_write = os.pipe()
+    job["result_fd"] = result_write
     (job_dir / "outer.json").write_text(json.dumps(job))
     env = {**os.environ, "PYTHONPATH": str(REPO), "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
     run = subprocess.run(
@@ -124,9 +126,13 @@ def test_the_sanitize_job_execs_the_sanitizer_on_a_fresh_interpreter_that_runs_t
         timeout=120,
         env=env,
         cwd=job_dir,
+        pass_fds=(result_write,),
     )
+    os.close(result_write)
+    with os.fdopen(result_read) as pipe:
+        written = pipe.read()
     assert run.returncode == 0, run.stderr[-2000:]
     assert (job_dir / SANITIZER_LOG_FILE).read_text() == "tool=memcheck caching_off=1\n"
     assert json.loads((job_dir / SANITIZED_JOB_FILE).read_text())["kind"] == "sanitized_candidate"
-    result = json.loads((job_dir / RESULT_FILE).read_text())
+    result = json.loads(written)
     assert result["ok"] is True, result

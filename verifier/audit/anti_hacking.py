@@ -1,19 +1,31 @@
-"""Static anti-hacking rules (TRI301-TRI316) on a candidate's source.
+"""Static anti-hacking rules (TRI301-TRI318) on a candidate's source: an allowlist, not a denylist.
 
-A candidate earns a reward only if its core compute runs in Triton. These checks read the AST (nothing is
-imported or run) and refuse the known ways of faking that: PyTorch compute on the `forward` path, escape
-hatches out of the sandbox's view (dynamic code, dunder access, forbidden imports), state that survives
-between calls, and tampering with the timing or launch machinery. The runtime half lives in
-`verifier/sandbox/harness.py`; every rule is registered in `verifier/rules.py`.
+A candidate earns a reward only if its work runs in Triton. The module is read (never imported or run) as three
+kinds of code:
+
+- kernels (`@triton.jit`): Triton's language, their own parameters and locals, the module's constants;
+- construction (the module's top level, `__init__` and what only `__init__` calls): building modules and
+  parameters as PyTorch's own layers do;
+- everything else (`forward`, and whatever could run while it does): kernel launches and a named set of
+  operations that compute nothing (allocation, metadata, views, layout, Python arithmetic on sizes).
+
+PyTorch compute found where `forward` could run is reported as TRI302, a warning that explains: whether it ran
+is decided when the candidate runs (TRI360 in the sandbox), so a CPU fallback that never runs on a GPU costs
+nothing. Anything on no list is TRI317, a refusal naming what was not known to be allowed. Names that lead out
+of Python's object model (interpreter internals, dynamic code, patching, files and processes) are refused
+wherever they appear, and `ModelNew` must be one plain top-level class (TRI318). Every rule is registered in
+`verifier/rules.py`; the runtime half lives in `verifier/sandbox/candidate.py`.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
-from verifier.audit import budget
-from verifier.audit.source_index import SourceIndex, dotted_name, resolve_name, walk_body
+from verifier.audit import budget, torch_names
+from verifier.audit.source_index import SourceIndex, dotted_name, resolve_name
 from verifier.findings import Finding
 from verifier.rules import RULES
 
@@ -21,12 +33,28 @@ ALLOWED_IMPORTS = {
     "torch", "triton", "math", "typing", "functools", "itertools", "operator",
     "dataclasses", "enum", "collections", "numbers", "__future__",
 }  # fmt: skip
-FORBIDDEN_SUBMODULES = ("torch.utils.cpp_extension", "torch._", "triton.testing", "triton.runtime", "triton.knobs")
+FORBIDDEN_SUBMODULES = (
+    "torch.utils.cpp_extension", "torch._", "triton.testing", "triton.runtime", "triton.knobs", "triton.compiler",
+    "triton.backends", "triton.tools",
+)  # fmt: skip
 DYNAMIC_BUILTINS = {
     "eval", "exec", "compile", "__import__", "open", "getattr", "setattr", "delattr", "globals",
     "locals", "vars", "breakpoint", "input", "__build_class__",
 }  # fmt: skip
-ALLOWED_DUNDERS = {"__init__", "__name__"}
+SAFE_BUILTINS = {
+    "len", "range", "int", "float", "bool", "min", "max", "tuple", "list", "dict", "isinstance", "enumerate",
+    "zip", "abs", "str", "divmod", "round", "any", "all", "sorted", "reversed", "set", "frozenset", "type", "print",
+    "super", "hasattr", "sum", "map", "filter", "iter", "next", "slice", "callable", "issubclass", "repr", "format",
+    "pow", "ord", "chr", "hash", "staticmethod", "classmethod", "property", "NotImplemented", "Ellipsis", "object",
+    "True", "False", "None",
+    "Exception", "ValueError", "RuntimeError", "TypeError", "AssertionError", "NotImplementedError", "IndexError",
+    "KeyError", "ZeroDivisionError", "OverflowError", "ArithmeticError", "AttributeError", "StopIteration",
+}  # fmt: skip
+ALLOWED_DUNDERS = {"__init__", "__name__", "__doc__"}
+FRAME_ATTRIBUTES = {
+    "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "f_back", "f_globals", "f_locals", "f_code",
+    "f_builtins", "tb_frame", "tb_next", "co_code", "func_globals", "func_code",
+}  # fmt: skip
 STREAM_NAMES = {"Stream", "stream", "set_stream", "ExternalStream", "graph", "CUDAGraph", "graphs", "StreamContext"}
 SEED_NAMES = {"manual_seed", "manual_seed_all", "seed", "seed_all", "set_rng_state", "fork_rng"}
 PRECISION_NAMES = {
@@ -37,51 +65,110 @@ DELEGATION_PREFIXES = (
     "torch.compile", "torch.jit", "torch.ops", "torch.library", "torch.export", "torch.fx",
     "torch.utils.cpp_extension", "torch.cuda.jiterator",
 )  # fmt: skip
-# Private helpers of torch.nn that only compute sizes or initialise parameters (what nn.Linear's own
-# reset_parameters uses); any compute they would do on the forward path is still PyTorch compute (TRI302).
-SETUP_HELPERS = ("torch.nn.init.", "torch.nn.modules.utils.")
-CACHE_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.cached_property"}
-TRY_NODES = {ast.Try, getattr(ast, "TryStar", ast.Try)}
-BINDING_NODES = {ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete}
-MODULE_WIDE_NODES = {ast.Import, ast.ImportFrom, ast.Name, ast.Attribute, ast.ClassDef, ast.FunctionDef, ast.Call}
-MODULE_WIDE_NODES |= TRY_NODES | BINDING_NODES | {ast.AsyncFunctionDef}
 IO_PREFIXES = (
     "torch.load", "torch.save", "torch.from_file", "torch.hub", "torch.serialization", "torch.multiprocessing",
     "torch.distributed", "torch.utils.data",
 )  # fmt: skip
+# Private helpers of torch.nn that only compute sizes or initialise parameters (what nn.Linear's own
+# reset_parameters uses).
+SETUP_HELPERS = ("torch.nn.init.", "torch.nn.modules.utils.")
+CACHE_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.cached_property"}
+TENSOR_BASES = {"torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"}
+MODE_BASES = {"torch.overrides.TorchFunctionMode", "torch.utils._python_dispatch.TorchDispatchMode"}
+MODULE_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
+CLASS_BASES = MODULE_BASES | {"torch.autograd.Function", "typing.NamedTuple", "enum.Enum", "object"}
 
-# What a launcher may do with PyTorch: allocate, inspect and re-view tensors. Everything else is compute.
+# What a launcher may use from torch anywhere: allocate, inspect, re-view and place tensors.
 ALLOWED_TORCH = {
     "torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like",
     "torch.ones", "torch.ones_like", "torch.full", "torch.full_like", "torch.arange", "torch.device",
     "torch.Size", "torch.finfo", "torch.iinfo", "torch.is_tensor", "torch.is_grad_enabled", "torch.no_grad",
-    "torch.promote_types", "torch.broadcast_shapes", "torch.get_default_dtype", "torch.Tensor",
-    "torch.cuda.current_device", "torch.cuda.device", "torch.cuda.is_available",
-    "torch.cuda.get_device_capability", "torch.cuda.get_device_properties", "torch.autograd.Function",
-    "torch.cuda.synchronize", "torch.nn.Parameter", "torch.as_strided",
+    "torch.enable_grad", "torch.inference_mode", "torch.is_floating_point", "torch.numel",
+    "torch.promote_types", "torch.broadcast_shapes", "torch.get_default_dtype", "torch.Tensor", "torch.dtype",
+    "torch.tensor", "torch.as_tensor", "torch.as_strided", "torch.cuda.current_device", "torch.cuda.device",
+    "torch.cuda.is_available", "torch.cuda.get_device_capability", "torch.cuda.get_device_properties",
+    "torch.cuda.device_count", "torch.cuda.synchronize", "torch.cuda.current_stream", "torch.cuda.get_device_name",
+    "torch.autograd.Function", "torch.autograd.function.FunctionCtx", "torch.nn.Parameter", "torch.nn.Module",
+    "torch.nn.ModuleList", "torch.nn.ParameterList", "torch.nn.ModuleDict", "torch.nn.ParameterDict",
+    "torch.nn.Identity", "torch.version.cuda", "torch.version.hip",
 }  # fmt: skip
+RANDOM_TORCH = {
+    "torch.rand",
+    "torch.randn",
+    "torch.randint",
+    "torch.randperm",
+    "torch.rand_like",
+    "torch.randn_like",
+    "torch.randint_like",
+    "torch.normal",
+    "torch.bernoulli",
+    "torch.multinomial",
+    "torch.poisson",
+}  # fmt: skip  (initialising parameters; PyTorch compute where forward could run)
 TORCH_DTYPES = {
     "float32", "float", "float16", "half", "bfloat16", "float64", "double", "int8", "uint8", "int16",
-    "int32", "int", "int64", "long", "bool", "float8_e4m3fn", "float8_e5m2", "complex64", "dtype",
+    "int32", "int", "int64", "long", "bool", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+    "complex64", "complex128", "uint16", "uint32", "uint64", "short", "cfloat", "cdouble", "contiguous_format",
+    "channels_last", "preserve_format", "strided",
 }  # fmt: skip
+TRITON_ALLOWED = {
+    "triton.jit", "triton.autotune", "triton.heuristics", "triton.Config", "triton.cdiv", "triton.next_power_of_2",
+    "triton.constexpr", "triton.language",
+}  # fmt: skip
+OTHER_ALLOWED = {
+    "dataclasses.dataclass", "dataclasses.field", "functools.wraps", "itertools.product", "itertools.chain",
+    "collections.namedtuple", "collections.OrderedDict", "enum.Enum", "enum.IntEnum", "numbers.Number",
+}  # fmt: skip
+# Methods that allocate, inspect, re-view, lay out or place a tensor; of Python containers, strings and numbers;
+# of autograd contexts and modules. Everything a launcher needs, nothing that computes.
 ALLOWED_METHODS = {
-    # shape and layout
-    "size", "stride", "numel", "dim", "ndimension", "is_contiguous", "data_ptr", "element_size",
-    "storage_offset", "contiguous", "view", "view_as", "reshape", "flatten", "unsqueeze", "squeeze",
-    "permute", "transpose", "t", "expand", "expand_as", "unflatten", "movedim", "as_strided",
-    # allocation and placement: device moves, dtype casts (integer casts of index tensors too), a scalar read
-    "new_empty", "new_zeros", "new_ones", "new_full", "to", "float", "half", "bfloat16", "double",
-    "cuda", "cpu", "int", "long", "zero_", "fill_", "requires_grad_", "detach", "item", "is_floating_point",
-    "get_device",
-    # plain Python containers and strings
-    "append", "extend", "insert", "pop", "get", "items", "keys", "values", "index", "count", "format",
-    "join", "split", "startswith", "endswith", "apply", "save_for_backward",
+    "size", "stride", "numel", "nelement", "dim", "ndimension", "is_contiguous", "data_ptr", "element_size",
+    "storage_offset", "contiguous", "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "unsqueeze",
+    "squeeze", "permute", "transpose", "t", "expand", "expand_as", "movedim", "moveaxis", "as_strided", "narrow",
+    "select", "split", "chunk", "unbind", "detach", "clone", "new_empty", "new_empty_strided", "new_zeros",
+    "new_ones", "new_full", "to", "float", "half", "bfloat16", "double", "int", "long", "short", "bool", "byte",
+    "char", "cuda", "cpu", "type", "type_as", "zero_", "fill_", "copy_", "requires_grad_", "item",
+    "is_floating_point", "is_complex", "get_device", "is_cuda", "dim_order", "bit_length", "is_integer",
+    "as_integer_ratio", "conjugate",
+    "append", "extend", "insert", "pop", "get", "items", "keys", "values", "index", "count", "format", "join",
+    "startswith", "endswith", "lower", "upper", "strip", "replace", "copy", "update", "setdefault",
+    "add", "discard",
+    "apply", "save_for_backward", "saved_tensors", "mark_dirty", "mark_non_differentiable", "set_materialize_grads",
+    "register_buffer", "register_parameter", "add_module", "parameters", "named_parameters", "buffers",
+    "named_buffers", "children", "named_children", "modules", "named_modules", "train", "eval", "extra_repr",
 }  # fmt: skip
-SAFE_BUILTINS = {
-    "len", "range", "int", "float", "bool", "min", "max", "tuple", "list", "dict", "isinstance", "enumerate",
-    "zip", "abs", "str", "divmod", "round", "any", "all", "sorted", "reversed", "set", "type", "print",
-    "super", "hasattr", "ValueError", "RuntimeError", "TypeError", "AssertionError", "NotImplementedError",
+REFUSED_METHODS = {
+    "numpy", "tolist", "storage", "untyped_storage", "storage_type", "share_memory_", "apply_", "map_", "map2_",
+    "as_subclass", "module_load", "register_hook", "register_forward_hook", "register_forward_pre_hook",
+    "register_full_backward_hook", "register_backward_hook", "backward", "retain_grad", "set_", "new",
+    "pin_memory", "record_stream", "__reduce_ex__",
 }  # fmt: skip
+HOST_READS = {"item", "tolist"}
+TENSOR_ALLOCATORS = {
+    "torch.empty", "torch.empty_like", "torch.zeros", "torch.zeros_like", "torch.ones", "torch.ones_like",
+    "torch.full", "torch.full_like", "torch.empty_strided", "torch.arange",
+}  # fmt: skip
+TENSOR_RESULT_METHODS = {
+    "view", "view_as", "reshape", "contiguous", "flatten", "transpose", "permute", "t", "expand", "to", "unsqueeze",
+    "squeeze", "new_empty", "new_zeros", "new_ones", "new_full", "float", "half", "detach", "bfloat16", "double",
+    "movedim", "unflatten", "expand_as", "cuda", "cpu", "int", "long", "clone",
+}  # fmt: skip
+SIZE_METHODS = {"numel", "dim", "ndimension", "size", "stride", "element_size", "storage_offset", "bit_length"}
+FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
+MUTATING_METHODS = {"append", "extend", "insert", "pop", "update", "setdefault", "clear", "add", "remove", "discard"}
+# Attributes and methods of Triton tensors, dtypes and constexprs a kernel may use (Triton 3.x).
+KERNEL_MEMBERS = {
+    "T", "abs", "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast_to", "cast", "cdiv", "ceil",
+    "cos", "cumprod", "cumsum", "erf", "exp", "exp2", "expand_dims", "flip", "floor", "gather", "histogram", "log",
+    "log2", "logical_and", "logical_or", "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape",
+    "rsqrt", "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "to", "trans",
+    "view", "xor_sum", "dtype", "shape", "numel", "type", "element_ty", "value", "primitive_bitwidth",
+    "scalar", "is_floating", "is_int", "is_ptr", "is_fp32", "is_fp16", "is_bf16", "is_fp64", "is_int_signed",
+    "is_int_unsigned", "int_bitwidth", "fp_mantissa_width", "name", "pointer_to", "item",
+}  # fmt: skip
+CONSTRUCTION, RUNTIME, KERNEL = "construction", "runtime", "kernel"
+MODULE = "<module>"  # the module's top level, as a scope's function
 
 
 def check_candidate(source: str, task_module: str | None = None, index: SourceIndex | None = None) -> list[Finding]:
@@ -115,31 +202,66 @@ def _torch_attribute_rule(resolved: str) -> tuple[str, str] | None:
     return None
 
 
+def _torch_compute(resolved: str) -> bool:
+    """Whether a torch name is one of PyTorch's compute functions or layers (`torch_names.py`)."""
+    head, _, name = resolved.rpartition(".")
+    lists = {
+        "torch": torch_names.TORCH,
+        "torch.nn.functional": torch_names.FUNCTIONAL,
+        "torch.special": torch_names.SPECIAL,
+        "torch.linalg": torch_names.LINALG,
+        "torch.fft": torch_names.FFT,
+        "torch.nn": torch_names.LAYERS,
+        "torch.Tensor": torch_names.TENSOR_METHODS,
+    }
+    return name in lists.get(head, ())
+
+
+@dataclass
+class _Scope:
+    """What one function knows of its names while it is read."""
+
+    context: str
+    function: str
+    locals: set[str] = field(default_factory=set)
+    tensors: set[str] = field(default_factory=set)  # names certainly bound to tensors
+    sizes: set[str] = field(default_factory=set)  # names certainly bound to Python numbers, sizes or shapes
+    host_values: set[str] = field(default_factory=set)  # numbers read out of tensors (`.item()`)
+
+
 class _Checker:
     def __init__(self, index: SourceIndex, task_module: str | None):
         self.index = index
-        self.shadowed: set[int] = set()
         self.tree = index.tree
-        self.nodes = index.nodes
         self.aliases = index.aliases
         self.kernels = set(index.kernels)
         self.task_module = task_module
         self.findings: list[Finding] = []
-        self.seen: set[Finding] = set()
+        self.seen: set[tuple] = set()
         self.functions: dict[str, ast.FunctionDef] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         self.module_names: set[str] = set()
+        self.own_attributes: set[str] = set()
+        self.construction_only: set[int] = set()
+        self.reported: set[int] = set()  # attribute chains already judged as a whole
 
     def run(self) -> None:
         self._collect_definitions()
-        self.shadowed = self._shadowed_builtins()
-        for node in self.nodes:
-            if type(node) in MODULE_WIDE_NODES:
-                self._check_module_wide(node)
+        self.construction_only = self._construction_only()
+        for node in self.index.nodes:
+            kind = type(node)
+            if kind is ast.Import or kind is ast.ImportFrom:
+                self._check_import(node)
+            elif kind is ast.Try or kind.__name__ == "TryStar":
+                self._add("TRI303", node, "try/except is not allowed: a fallback path can hide PyTorch compute")
+            elif kind in (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete):
+                self._check_patching(node)
         if not self.kernels:
             self._add("TRI301", self.tree, "no @triton.jit kernel is defined: the compute must run in Triton")
+        self._check_model_is_plain()
         self._check_unused_kernels()
-        self._check_forward_path()
+        module_scope = _Scope(CONSTRUCTION, MODULE)
+        self._statements(self.tree.body, module_scope, top=True)
 
     # ---------------------------------------------------------------- bookkeeping
 
@@ -148,14 +270,19 @@ class _Checker:
         col = getattr(node, "col_offset", 0) + 1
         end_line = getattr(node, "end_lineno", None) or line
         end_col = (getattr(node, "end_col_offset", None) or col - 1) + 1
-        severity = RULES[rule].severity
-        finding = Finding(rule, severity, message, line, col, end_line, end_col)
-        if finding not in self.seen:
-            self.seen.add(finding)
-            self.findings.append(finding)
+        key = (rule, line, col, message)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.findings.append(Finding(rule, RULES[rule].severity, message, line, col, end_line, end_col))
 
     def _resolve(self, node: ast.AST) -> str | None:
-        """Dotted name with import aliases expanded (`F.relu` -> `torch.nn.functional.relu`)."""
+        """Dotted name with import aliases expanded (`F.relu` -> `torch.nn.functional.relu`); None unless the
+        name's root is an import."""
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not (isinstance(root, ast.Name) and root.id in self.aliases):
+            return None
         return resolve_name(node, self.aliases)
 
     def _collect_definitions(self) -> None:
@@ -166,66 +293,43 @@ class _Checker:
             elif isinstance(node, ast.ClassDef):
                 self.classes[node.name] = node
                 self.module_names.add(node.name)
-            elif isinstance(node, ast.Assign | ast.AnnAssign):
+            elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    for name in ast.walk(target):
-                        if isinstance(name, ast.Name):
-                            self.module_names.add(name.id)
+                self.module_names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        for node in self.index.nodes:
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                self.own_attributes.add(node.attr)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                self.own_attributes.add(node.name)
+        for cls in self.classes.values():
+            for item in cls.body:
+                if isinstance(item, ast.Assign | ast.AnnAssign):
+                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                    self.own_attributes |= {t.id for t in targets if isinstance(t, ast.Name)}
 
-    def _shadowed_builtins(self) -> set[int]:
-        """Uses of a name like `input` or `compile` inside a function that binds it (a parameter called
-        `input`, say): they are the function's own variable, not the builtin. Defaults and decorators are
-        outside that scope and still count."""
-        shadowed: set[int] = set()
-        for function in self.nodes:
-            if type(function) not in (ast.FunctionDef, ast.AsyncFunctionDef):
-                continue
-            arguments = function.args
-            bound = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
-            bound |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
-            body = [n for stmt in function.body for n in self.index.subtree(stmt)]
-            bound |= {n.id for n in body if type(n) is ast.Name and type(n.ctx) is ast.Store}
-            names = bound & DYNAMIC_BUILTINS
-            if names:
-                shadowed |= {id(n) for n in body if type(n) is ast.Name and n.id in names}
-        return shadowed
+    def _construction_only(self) -> set[int]:
+        """Ids of the functions only construction reaches: `__init__` methods and what only they (and the module's
+        top level) name. Everything else could run while `forward` does."""
+        owners = [f for f in self.functions.values() if f.name not in self.kernels]
+        owners += [i for c in self.classes.values() for i in c.body if isinstance(i, FUNCTION_NODES)]
+        named_in = {id(f): _names_used(self.index.subtree(f)) for f in owners}
+        everywhere = _names_used(self.index.nodes)
+        inside = {name for names in named_in.values() for name in names}
+        at_top = {name for name in everywhere if everywhere[name] > sum(n.get(name, 0) for n in named_in.values())}
+        construction = {id(f) for f in owners if f.name == "__init__"}
+        changed = True
+        while changed:
+            changed = False
+            for function in owners:
+                if id(function) in construction or function.name not in inside | at_top:
+                    continue
+                users = [key for key, names in named_in.items() if function.name in names and key != id(function)]
+                if users and all(key in construction for key in users):
+                    construction.add(id(function))
+                    changed = True
+        return construction
 
     # ---------------------------------------------------------------- whole-module rules
-
-    def _check_unused_kernels(self) -> None:
-        used = {n.id for n in self.nodes if type(n) is ast.Name and type(n.ctx) is ast.Load}
-        for node in self.nodes:
-            if type(node) is ast.FunctionDef and node.name in self.kernels and node.name not in used:
-                self._add(
-                    "TRI316",
-                    node,
-                    f"kernel `{node.name}` is never launched or called: a decoy does not make the model run in Triton",
-                )
-
-    def _check_module_wide(self, node: ast.AST) -> None:
-        kind = type(node)
-        if kind is ast.Import or kind is ast.ImportFrom:
-            self._check_import(node)
-        elif kind in TRY_NODES:
-            self._add("TRI303", node, "try/except is not allowed: a fallback path can hide PyTorch compute")
-        elif kind is ast.Name:
-            dynamic = node.id in DYNAMIC_BUILTINS and id(node) not in self.shadowed
-            if dynamic or node.id == "__builtins__":
-                self._add("TRI305", node, f"`{node.id}` runs or reaches code the verifier cannot check")
-        elif kind is ast.Attribute:
-            self._check_attribute(node)
-        elif kind in BINDING_NODES:
-            self._check_patching(node)
-        elif kind is ast.ClassDef:
-            self._check_class(node)
-        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-            for decorator in node.decorator_list:
-                target = decorator.func if isinstance(decorator, ast.Call) else decorator
-                if self._resolve(target) in CACHE_DECORATORS:
-                    self._add("TRI310", decorator, "a caching decorator lets results survive between calls")
-        elif kind is ast.Call:
-            self._check_call_anywhere(node)
 
     def _check_import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.ImportFrom) and node.level:
@@ -248,16 +352,8 @@ class _Checker:
                 rule = "TRI313" if name.startswith("torch") else "TRI304"
                 self._add(rule, node, f"import of `{name}` is not allowed in a candidate")
 
-    def _check_attribute(self, node: ast.Attribute) -> None:
-        if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
-            self._add("TRI306", node, f"`.{node.attr}` reaches interpreter internals")
-            return
-        classified = _torch_attribute_rule(self._resolve(node) or "")
-        if classified is not None:
-            self._add(classified[0], node, classified[1])
-
     def _check_patching(self, node: ast.AST) -> None:
-        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
         for target in targets:
             for sub in ast.walk(target):
                 if not isinstance(sub, ast.Attribute):
@@ -267,285 +363,630 @@ class _Checker:
                 if head in self.aliases or (head in self.classes and head != "self"):
                     self._add("TRI307", sub, f"assigning `{root}` patches shared code")
 
-    def _check_class(self, node: ast.ClassDef) -> None:
-        for base in node.bases:
-            if self._resolve(base) in {"torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"}:
-                self._add("TRI308", node, f"class `{node.name}` subclasses torch.Tensor")
-        for item in node.body:
-            if isinstance(item, ast.FunctionDef) and item.name in {"__torch_function__", "__torch_dispatch__"}:
-                self._add("TRI308", item, f"`{item.name}` intercepts PyTorch operations")
+    def _check_unused_kernels(self) -> None:
+        used = {n.id for n in self.index.nodes if type(n) is ast.Name and type(n.ctx) is ast.Load}
+        for name in self.kernels:
+            node = self.index.kernels[name].node
+            if name not in used:
+                self._add(
+                    "TRI316",
+                    node,
+                    f"kernel `{name}` is never launched or called: a decoy does not make the model run in Triton",
+                )
 
-    def _check_call_anywhere(self, node: ast.Call) -> None:
-        if isinstance(node.func, ast.Name) and node.func.id == "print":
-            self._add("TRI315", node, "print() output is captured into the report and never read as a result")
-        if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) == 3:
-            self._add("TRI305", node, "three-argument type() builds classes dynamically")
+    def _check_model_is_plain(self) -> None:
+        """`ModelNew` is one class statement at the module's top level, bound nowhere else, built from plain
+        classes: the class the harness builds is the class these rules read."""
+        top = [n for n in self.tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
+        for node in self.index.nodes:
+            bound = _binds_name(node, "ModelNew")
+            if bound and not (isinstance(node, ast.ClassDef) and top and node is top[0]):
+                where = "a second definition" if isinstance(node, ast.ClassDef) else "a binding"
+                self._add(
+                    "TRI318",
+                    node,
+                    f"{where} of `ModelNew` outside its one top-level class statement (an alias, a conditional or "
+                    "dynamic definition) is not allowed: the verified class must be the one these checks read",
+                )
+        if top:
+            self._check_plain_class(top[0], set())
 
-    # ---------------------------------------------------------------- the forward path
-
-    def _check_forward_path(self) -> None:
-        model = self.classes.get("ModelNew")
-        if model is None:
-            return
-        methods = {n.name: n for n in model.body if isinstance(n, ast.FunctionDef)}
-        forward = methods.get("forward")
-        if forward is None:
-            return
-        params = forward.args.posonlyargs + forward.args.args + forward.args.kwonlyargs
-        tensor_params = frozenset(a.arg for a in params[1:] if not _annotated_scalar(a))
-        if forward.args.vararg:
-            tensor_params |= {forward.args.vararg.arg}
-        seen: set[tuple[int, frozenset[str]]] = set()
-        queue: list[_Work] = [(forward, methods, tensor_params)]
-        while queue:
-            budget.check()
-            work = queue.pop()
-            if (id(work[0]), work[2]) in seen:
+    def _check_plain_class(self, cls: ast.ClassDef, seen: set[str]) -> None:
+        seen.add(cls.name)
+        if cls.decorator_list or cls.keywords:
+            self._add("TRI318", cls, f"class `{cls.name}` must be plain: no decorators, no metaclass or keywords")
+        for base in cls.bases:
+            resolved = self._resolve(base)
+            if resolved in MODULE_BASES:
                 continue
-            seen.add((id(work[0]), work[2]))
-            queue.extend(_ForwardScan(self, work).run())
+            if isinstance(base, ast.Name) and base.id in self.classes and base.id not in seen:
+                self._check_plain_class(self.classes[base.id], seen)
+            else:
+                shown = resolved or ast.unparse(base)
+                self._add(
+                    "TRI318",
+                    base,
+                    f"`ModelNew` must derive from torch.nn.Module (through plain classes), not `{shown}`",
+                )
 
+    # ---------------------------------------------------------------- statements
 
-class _ForwardScan:
-    """Checks one function that `forward` reaches; returns the further functions it calls."""
+    def _statements(self, body: list[ast.stmt], scope: _Scope, top: bool = False) -> None:
+        for stmt in body:
+            budget.check()
+            self._statement(stmt, scope, top)
 
-    def __init__(self, checker: _Checker, work: _Work):
-        self.checker = checker
-        self.func, self.methods, tensor_params = work
-        params = self.func.args.posonlyargs + self.func.args.args + self.func.args.kwonlyargs
-        self.tensors = {a.arg for a in params if a.arg in tensor_params or _annotated_tensor(a)}
-        self.scalars = {a.arg for a in params if _annotated_scalar(a)}
-        self.host_values: set[str] = set()
-        self.locals = {a.arg for a in params}
-        self.calls: list[_Work] = []
-
-    def run(self) -> list[_Work]:
-        for stmt in walk_body(self.func.body):
-            self._statement(stmt)
-        return self.calls
-
-    def _add(self, rule: str, node: ast.AST, message: str) -> None:
-        self.checker._add(rule, node, f"{message} (in `{self.func.name}`, reached from ModelNew.forward)")
-
-    def _statement(self, stmt: ast.stmt) -> None:
-        if isinstance(stmt, ast.Global | ast.Nonlocal):
-            self._add("TRI310", stmt, "global/nonlocal state can carry results between calls")
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+    def _statement(self, stmt: ast.stmt, scope: _Scope, top: bool) -> None:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            self._function(stmt, scope)
             return
-        nodes = list(_own_expressions(stmt))
-        inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
-        inner |= {id(n.func) for n in nodes if isinstance(n, ast.Call)}
-        for node in nodes:
-            if isinstance(node, ast.Call):
-                self._call(node)
-            elif isinstance(node, ast.BinOp):
-                self._binop(node)
-            elif isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
-                if self._tensorish(node.operand):
-                    self._add("TRI302", node, "arithmetic on a tensor runs in PyTorch")
-            elif isinstance(node, ast.Compare) and any(self._tensorish(x) for x in [node.left, *node.comparators]):
-                self._add("TRI302", node, "comparing tensors runs in PyTorch")
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and id(node) not in inner:
-                self._torch_reference(node)
-        if isinstance(stmt, ast.Assign | ast.AugAssign | ast.AnnAssign):
-            self._assignment(stmt)
-        elif isinstance(stmt, ast.For | ast.AsyncFor | ast.With | ast.AsyncWith):
+        if isinstance(stmt, ast.ClassDef):
+            self._class(stmt, scope)
+            return
+        if isinstance(stmt, ast.Global | ast.Nonlocal):
+            if not top:
+                self._add(
+                    "TRI310", stmt, f"global/nonlocal state can carry results between calls (in `{scope.function}`)"
+                )
+            return
+        if isinstance(stmt, ast.If) and top and _is_main_guard(stmt.test):
+            return  # never runs when the candidate is loaded as a module
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            return
+        for expr in _own_expressions(stmt):
+            self._expression(expr, scope)
+        self._bind(stmt, scope)
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.stmt):
+                self._statement(child, scope, top)
+            elif isinstance(child, ast.excepthandler):
+                self._statements(child.body, scope, top)
+
+    def _bind(self, stmt: ast.stmt, scope: _Scope) -> None:
+        """Record the names a statement binds, what is certain of their values, and refuse state kept between
+        calls where `forward` could run."""
+        if isinstance(stmt, ast.For | ast.AsyncFor | ast.With | ast.AsyncWith):
             targets = (
                 [stmt.target]
                 if isinstance(stmt, ast.For | ast.AsyncFor)
                 else [i.optional_vars for i in stmt.items if i.optional_vars is not None]
             )
-            self.locals |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-
-    def _assignment(self, stmt: ast.Assign | ast.AugAssign | ast.AnnAssign) -> None:
+            scope.locals |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            return
+        if not isinstance(stmt, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            return
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        value_is_tensor = stmt.value is not None and self._tensorish(stmt.value)
+        value = stmt.value
         for target in targets:
             root = _root_name(target)
-            if isinstance(target, ast.Attribute | ast.Subscript) and self._is_shared_state(root):
-                self._add("TRI310", target, f"writing into `{root}` keeps state between calls")
-            elif isinstance(target, ast.Subscript) and root in self.tensors:
-                self._add("TRI302", target, "indexed assignment into a tensor runs in PyTorch")
-            elif isinstance(target, ast.Name | ast.Tuple | ast.List):
-                names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-                self.locals |= names
-                if value_is_tensor and isinstance(target, ast.Name):
-                    self.tensors.add(target.id)
-                elif stmt.value is not None and self._read_from_tensor(stmt.value):
-                    self.host_values |= names
-                elif stmt.value is not None and self._scalar(stmt.value):
-                    self.scalars |= names
-        if isinstance(stmt, ast.AugAssign) and (self._tensorish(stmt.target) or self._tensorish(stmt.value)):
-            self._add("TRI302", stmt, "in-place arithmetic on a tensor runs in PyTorch")
+            if isinstance(target, ast.Attribute | ast.Subscript) and scope.context == RUNTIME:
+                if self._is_shared_state(root, scope):
+                    self._add(
+                        "TRI310", target, f"writing into `{root}` keeps state between calls (in `{scope.function}`)"
+                    )
+                elif isinstance(target, ast.Subscript) and root in scope.tensors:
+                    self._add(
+                        "TRI302", target, f"indexed assignment into a tensor runs in PyTorch (in `{scope.function}`)"
+                    )
+            names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            scope.locals |= names
+            if value is None or not isinstance(target, ast.Name):
+                scope.tensors -= names
+                continue
+            name = target.id
+            scope.tensors.discard(name)
+            scope.sizes.discard(name)
+            scope.host_values.discard(name)
+            if self._host_read(value, scope):
+                scope.host_values.add(name)
+            elif self._size(value, scope):
+                scope.sizes.add(name)
+            elif self._tensor(value, scope):
+                scope.tensors.add(name)
+        if isinstance(stmt, ast.AugAssign) and scope.context == RUNTIME:
+            self._arithmetic(stmt, [stmt.target, stmt.value], scope)
 
-    def _is_shared_state(self, root: str | None) -> bool:
+    def _is_shared_state(self, root: str | None, scope: _Scope) -> bool:
         """`self`, a class or a module-level name: anything that outlives one call."""
-        if root is None or (root in self.locals and root != "self"):
+        if root is None or (root in scope.locals and root != "self"):
             return False
-        return root == "self" or root in self.checker.module_names or root in self.checker.aliases
+        return root == "self" or root in self.module_names or root in self.aliases
 
-    def _call(self, node: ast.Call) -> None:
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, outer: _Scope) -> None:
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if self._resolve(target) in CACHE_DECORATORS:
+                self._add("TRI310", decorator, "a caching decorator lets results survive between calls")
+            self._expression(decorator, _Scope(CONSTRUCTION, outer.function, set(outer.locals)))
+        if node.name in self.kernels and node is self.index.kernels[node.name].node:
+            _KernelScan(self, node).run()
+            return
+        if node.name in {"__torch_function__", "__torch_dispatch__"}:
+            self._add("TRI308", node, f"`{node.name}` intercepts PyTorch operations")
+        context = CONSTRUCTION if id(node) in self.construction_only else RUNTIME
+        if outer.context == RUNTIME:  # a function made while forward runs runs then too
+            context = RUNTIME
+        scope = _Scope(context, node.name, _enclosed(outer))
+        arguments = node.args
+        params = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        params += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        for default in [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]:
+            self._expression(default, scope)  # a default is used where the function runs
+        for arg in params:
+            if arg.annotation is not None:
+                self._expression(arg.annotation, _Scope(CONSTRUCTION, node.name, set(scope.locals)))
+        scope.locals |= {a.arg for a in params}
+        first = params[0].arg if params and params[0].arg in {"self", "cls", "ctx"} else None
+        scope.tensors |= {a.arg for a in params if a.arg != first and _annotated_tensor(a)}
+        if node.name == "forward":  # forward's inputs are the task's tensors (scalars said so are left out)
+            scope.tensors |= {a.arg for a in params if a.arg != first and not _annotated_scalar(a)}
+        self._statements(node.body, scope)
+
+    def _class(self, node: ast.ClassDef, outer: _Scope) -> None:
+        for base in node.bases:
+            resolved = self._resolve(base)
+            if resolved in TENSOR_BASES:
+                self._add("TRI308", node, f"class `{node.name}` subclasses torch.Tensor")
+            elif resolved in MODE_BASES:
+                self._add("TRI308", node, f"class `{node.name}` intercepts PyTorch operations (`{resolved}`)")
+            elif resolved is not None and resolved not in CLASS_BASES:
+                self._add("TRI317", base, f"deriving from `{resolved}` is not known to be allowed in a candidate")
+            elif resolved is None and not (isinstance(base, ast.Name) and base.id in self.classes):
+                self._expression(base, outer)
+        for keyword in node.keywords:
+            self._add("TRI317", keyword, f"class keyword `{keyword.arg}` (a metaclass) is not allowed in a candidate")
+        for decorator in node.decorator_list:
+            if self._resolve(decorator) not in {"dataclasses.dataclass"}:
+                self._expression(decorator, outer)
+        scope = _Scope(CONSTRUCTION, node.name, _enclosed(outer))
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                if _is_dunder(item.name) and item.name not in {"__init__", "__repr__"}:
+                    self._add("TRI306", item, f"defining `{item.name}` changes how Python treats the object")
+                self._function(item, outer)
+            elif isinstance(item, ast.Expr | ast.Assign | ast.AnnAssign | ast.Pass):
+                self._statement(item, scope, top=False)
+            else:
+                self._add("TRI317", item, f"a `{type(item).__name__}` statement in a class body is not allowed")
+
+    # ---------------------------------------------------------------- expressions
+
+    def _expression(self, expr: ast.AST, scope: _Scope) -> None:
+        for node in _expression_nodes(expr):
+            kind = type(node)
+            if kind is ast.Name:
+                self._name(node, scope)
+            elif kind is ast.Attribute:
+                self._attribute(node, scope)
+            elif kind is ast.Call:
+                self._call(node, scope)
+            elif kind is ast.BinOp:
+                self._arithmetic(node, [node.left, node.right], scope)
+            elif kind is ast.UnaryOp and not isinstance(node.op, ast.Not):
+                self._arithmetic(node, [node.operand], scope)
+            elif kind is ast.Compare:
+                self._arithmetic(node, [node.left, *node.comparators], scope)
+            elif kind is ast.Lambda:
+                inner = _Scope(scope.context, scope.function, set(scope.locals) | _lambda_params(node))
+                self._expression(node.body, inner)
+            elif kind in (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
+                scope.locals |= {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            elif kind in (ast.Yield, ast.YieldFrom, ast.Await):
+                self._add("TRI317", node, f"`{kind.__name__.lower()}` is not allowed in a candidate's code")
+            elif kind is ast.NamedExpr and isinstance(node.target, ast.Name):
+                scope.locals.add(node.target.id)
+
+    def _name(self, node: ast.Name, scope: _Scope) -> None:
+        name = node.id
+        if not isinstance(node.ctx, ast.Load):
+            return
+        if name == "__builtins__" or (name in DYNAMIC_BUILTINS and name not in scope.locals):
+            self._add("TRI305", node, f"`{name}` runs or reaches code the verifier cannot check")
+        elif name in self.aliases and id(node) not in self.reported:
+            resolved = self.aliases[name]
+            self._judge_path(node, resolved, scope, called=False)
+        elif (
+            name not in scope.locals
+            and name not in self.module_names
+            and hasattr(builtins, name)
+            and name not in SAFE_BUILTINS
+        ):
+            self._add("TRI317", node, f"the builtin `{name}` is not known to be allowed in a candidate")
+
+    def _attribute(self, node: ast.Attribute, scope: _Scope) -> None:
+        if id(node) in self.reported:
+            return
+        attr = node.attr
+        if _is_dunder(attr) and attr not in ALLOWED_DUNDERS:
+            self._add("TRI306", node, f"`.{attr}` reaches interpreter internals")
+            return
+        if attr in FRAME_ATTRIBUTES:
+            self._add("TRI306", node, f"`.{attr}` reaches interpreter internals (frames, code, globals)")
+            return
+        resolved = self._resolve(node)
+        if resolved is not None:
+            self._mark_chain(node)
+            self._judge_path(node, resolved, scope, called=False)
+        elif attr.startswith("_") and attr not in self.own_attributes and attr not in ALLOWED_DUNDERS:
+            self._add("TRI317", node, f"the private attribute `.{attr}` is not known to be allowed in a candidate")
+
+    def _mark_chain(self, node: ast.AST) -> None:
+        """An import-rooted chain is judged once, as a whole (`torch.nn.functional.relu`, not its prefixes)."""
+        while isinstance(node, ast.Attribute):
+            self.reported.add(id(node))
+            node = node.value
+        self.reported.add(id(node))
+
+    def _call(self, node: ast.Call, scope: _Scope) -> None:
         func = node.func
         if isinstance(func, ast.Subscript):
-            return  # kernel[grid](...) launches; dict dispatch is left to the runtime launch check
-        resolved = self.checker._resolve(func)
+            target = func.value
+            if not (isinstance(target, ast.Name) and target.id in self.kernels):
+                self._add(
+                    "TRI317",
+                    node,
+                    "a call through a subscript is not a kernel launch; launch a @triton.jit kernel as "
+                    "`kernel[grid](...)`",
+                )
+            return
         if isinstance(func, ast.Name):
-            self._call_name(node, func.id, resolved)
-        elif isinstance(func, ast.Attribute):
-            self._call_attribute(node, func, resolved)
-
-    def _call_name(self, node: ast.Call, name: str, resolved: str | None) -> None:
-        checker = self.checker
-        root = resolved.split(".")[0] if resolved else None
-        if name in self.locals or name in checker.classes or name in DYNAMIC_BUILTINS:
-            return  # dynamic builtins are refused module-wide (TRI305)
-        if name in checker.kernels:
-            self._add("TRI302", node, f"kernel `{name}` must be launched as `{name}[grid](...)`")
-        elif name in checker.functions:
-            self.calls.append(self._work(checker.functions[name], {}, node, bound=False))
-        elif root == "torch":
-            self._torch_call(node, resolved)
-        elif root in SAFE_MODULES or (name in SAFE_BUILTINS and name not in checker.module_names):
+            self._call_name(node, func, scope)
             return
-        elif name in checker.module_names:
-            self._add("TRI302", node, f"call through module-level variable `{name}` hides what runs")
-        else:
-            self._add("TRI302", node, f"call to unknown function `{name}` on the forward path")
+        if not isinstance(func, ast.Attribute):
+            return
+        resolved = self._resolve(func)
+        if resolved is not None:
+            self._mark_chain(func)
+            self._judge_path(func, resolved, scope, called=True, call=node)
+            return
+        self._method(node, func, scope)
 
-    def _call_attribute(self, node: ast.Call, func: ast.Attribute, resolved: str | None) -> None:
-        checker = self.checker
+    def _call_name(self, node: ast.Call, func: ast.Name, scope: _Scope) -> None:
+        name = func.id
+        if name in self.aliases:
+            self.reported.add(id(func))
+            self._judge_path(func, self.aliases[name], scope, called=True, call=node)
+        elif name in self.kernels and name not in scope.locals and scope.context != KERNEL:
+            self._add("TRI317", node, f"kernel `{name}` must be launched as `{name}[grid](...)`")
+        elif name == "type" and len(node.args) == 3:
+            self._add("TRI305", node, "three-argument type() builds classes dynamically")
+        elif name == "print" and name not in scope.locals:
+            self._add("TRI315", node, "print() output is captured into the report and never read as a result")
+        elif name == "hasattr" and not (len(node.args) == 2 and isinstance(node.args[1], ast.Constant)):
+            self._add("TRI305", node, "hasattr() with a computed name reaches attributes the checks cannot see")
+
+    def _method(self, node: ast.Call, func: ast.Attribute, scope: _Scope) -> None:
+        """`value.method(...)` where the value is not an import: allowed, PyTorch compute, or unknown."""
+        method = func.attr
         owner = func.value
-        root = resolved.split(".")[0] if resolved else _root_name(owner)
-        if func.attr in MUTATING_METHODS and self._is_shared_state(root) and root not in checker.aliases:
-            self._add("TRI310", node, f"`.{func.attr}()` on `{root}` keeps state between calls")
-        elif root == "torch":
-            self._torch_call(node, resolved)
-        elif root in SAFE_MODULES or root in checker.aliases:
+        root = _root_name(owner)
+        if scope.context == RUNTIME and method in MUTATING_METHODS and self._is_shared_state(root, scope):
+            if root not in self.aliases:
+                self._add(
+                    "TRI310", node, f"`.{method}()` on `{root}` keeps state between calls (in `{scope.function}`)"
+                )
             return
-        elif isinstance(owner, ast.Name) and owner.id == "self":
-            method = self.methods.get(func.attr)
-            if method is None:
-                self._add("TRI302", node, f"`self.{func.attr}(...)` runs a PyTorch module or callable")
-            else:
-                self.calls.append(self._work(method, self.methods, node, bound=True))
-        elif isinstance(owner, ast.Name) and owner.id in checker.classes and func.attr == "apply":
-            cls = checker.classes[owner.id]
-            methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
-            if "forward" in methods:
-                self.calls.append(self._work(methods["forward"], methods, node, bound=True))
-        elif func.attr not in ALLOWED_METHODS and not self._scalar(owner):
-            self._add("TRI302", node, f"`.{func.attr}()` computes in PyTorch; move the work into a Triton kernel")
+        if method in ALLOWED_METHODS:
+            return
+        if method in REFUSED_METHODS:
+            self._add("TRI317", node, f"`.{method}()` is not allowed in a candidate: it reads values to the host or "
+                      "reaches past the tensor")  # fmt: skip
+            return
+        if isinstance(owner, ast.Name) and owner.id == "self":
+            if method in self.own_attributes and not self._is_method(method) and scope.context == RUNTIME:
+                self._add(
+                    "TRI302",
+                    node,
+                    f"`self.{method}(...)` runs a PyTorch module or callable (in `{scope.function}`)",
+                )
+            return
+        if method in self.own_attributes and method not in torch_names.TENSOR_METHODS:
+            return
+        if method in torch_names.TENSOR_METHODS:
+            if scope.context == RUNTIME and not self._size(owner, scope):
+                self._add(
+                    "TRI302",
+                    node,
+                    f"`.{method}()` computes in PyTorch (in `{scope.function}`); move the work into a Triton kernel",
+                )
+            return
+        if scope.context == RUNTIME and self._size(owner, scope):
+            return  # methods of Python numbers and shapes
+        self._add("TRI317", node, f"`.{method}()` is not known to be allowed in a candidate")
 
-    def _work(self, func: ast.FunctionDef, methods: dict, call: ast.Call, bound: bool) -> _Work:
-        """The callee with the parameters that this call site fills with tensors."""
-        params = func.args.posonlyargs + func.args.args
-        params = params[1:] if bound else params
-        tensors = {p.arg for p, arg in zip(params, call.args) if self._tensorish(arg)}
-        tensors |= {k.arg for k in call.keywords if k.arg and self._tensorish(k.value)}
-        return func, methods, frozenset(tensors)
+    def _is_method(self, name: str) -> bool:
+        return any(
+            isinstance(item, ast.FunctionDef) and item.name == name
+            for cls in self.classes.values()
+            for item in cls.body
+        )
 
-    def _torch_call(self, node: ast.Call, resolved: str) -> None:
-        if resolved not in ALLOWED_TORCH and _torch_attribute_rule(resolved) is None:
-            self._add("TRI302", node, f"`{resolved}` computes in PyTorch; move the work into a Triton kernel")
-
-    def _torch_reference(self, node: ast.Attribute) -> None:
-        """A torch function used as a value (e.g. `op = torch.add`) is compute too."""
-        resolved = self.checker._resolve(node) or ""
+    def _judge_path(
+        self, node: ast.AST, resolved: str, scope: _Scope, called: bool, call: ast.Call | None = None
+    ) -> None:
+        """An import-rooted name: allowed, refused by a specific rule, PyTorch compute (TRI302 where forward
+        could run), or not known to be allowed (TRI317)."""
         parts = resolved.split(".")
-        if parts[0] != "torch" or len(parts) < 2:
+        if len(parts) == 1:
+            if not isinstance(node, ast.Attribute) and id(node) not in self.reported:
+                self._add("TRI317", node, f"the module `{resolved}` is used as a value; only its allowed names may be")
             return
-        harmless = resolved in ALLOWED_TORCH or parts[-1] in TORCH_DTYPES or parts[1] == "cuda"
-        harmless = harmless or _torch_attribute_rule(resolved) is not None
-        if resolved.startswith("torch.nn.functional") or (not harmless and parts[1] != "nn"):
-            self._add("TRI302", node, f"`{resolved}` is PyTorch compute on the forward path")
+        specific = _torch_attribute_rule(resolved)
+        if specific is not None:
+            self._add(specific[0], node, specific[1])
+            return
+        if any(resolved == p or resolved.startswith(p + ".") for p in FORBIDDEN_SUBMODULES if not p.endswith("_")):
+            self._add("TRI304", node, f"`{resolved}` is not allowed in a candidate")
+            return
+        if any(part.startswith("_") for part in parts[1:]) and not resolved.startswith(SETUP_HELPERS):
+            self._add("TRI306", node, f"`{resolved}` reaches private internals")
+            return
+        root = parts[0]
+        if root == "torch":
+            self._judge_torch(node, resolved, scope, called, call)
+        elif root == "triton":
+            if not (resolved in TRITON_ALLOWED or resolved.startswith("triton.language.")):
+                self._add("TRI317", node, f"`{resolved}` is not known to be allowed in a candidate")
+        elif root in {"math", "typing"}:
+            return
+        elif resolved not in OTHER_ALLOWED:
+            self._add("TRI317", node, f"`{resolved}` runs in PyTorch or is not known to be allowed in a candidate")
 
-    def _binop(self, node: ast.BinOp) -> None:
-        if isinstance(node.op, ast.MatMult):
-            self._add("TRI302", node, "`@` multiplies matrices in PyTorch; use tl.dot in a kernel")
-        elif self._tensorish(node.left) or self._tensorish(node.right):
-            self._add("TRI302", node, "arithmetic on a tensor runs in PyTorch")
-        elif self._read_from_tensor(node.left) or self._read_from_tensor(node.right):
+    def _judge_torch(self, node: ast.AST, resolved: str, scope: _Scope, called: bool, call: ast.Call | None) -> None:
+        parts = resolved.split(".")
+        if resolved in ALLOWED_TORCH or (parts[-1] in TORCH_DTYPES and len(parts) == 2):
+            if resolved in {"torch.tensor", "torch.as_tensor"} and scope.context == RUNTIME and call is not None:
+                data = call.args[0] if call.args else None
+                if data is not None and not _constant(data):
+                    self._add(
+                        "TRI317", call, f"`{resolved}` of values computed in Python builds the output on the host"
+                    )
+            return
+        if resolved.startswith(SETUP_HELPERS) and scope.context == CONSTRUCTION:
+            return
+        if _torch_compute(resolved) or resolved.startswith(SETUP_HELPERS) or resolved in RANDOM_TORCH:
+            if scope.context == RUNTIME:
+                what = "is PyTorch compute" if not called else "computes in PyTorch"
+                self._add(
+                    "TRI302",
+                    node,
+                    f"`{resolved}` {what} (in `{scope.function}`); move the work into a Triton kernel",
+                )
+            return
+        self._add("TRI317", node, f"`{resolved}` is not known to be allowed in a candidate")
+
+    # ---------------------------------------------------------------- values
+
+    def _arithmetic(self, node: ast.AST, operands: list[ast.AST], scope: _Scope) -> None:
+        if scope.context != RUNTIME:
+            return
+        if isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.MatMult):
             self._add(
-                "TRI302",
-                node,
-                "arithmetic on a value read out of a tensor (`.item()`) computes on the host; pass the value to "
-                "the kernel and compute there",
+                "TRI302", node, f"`@` multiplies matrices in PyTorch (in `{scope.function}`); use tl.dot in a kernel"
             )
+        elif not isinstance(node, ast.Compare) and any(self._host_read(o, scope) for o in operands):
+            self._add(
+                "TRI317",
+                node,
+                "arithmetic on a value read out of a tensor (`.item()`) computes on the host; pass the value to the "
+                "kernel and compute there",
+            )
+        elif any(self._tensor(o, scope) for o in operands):
+            words = "comparing tensors" if isinstance(node, ast.Compare) else "arithmetic on a tensor"
+            self._add("TRI302", node, f"{words} runs in PyTorch (in `{scope.function}`)")
 
-    def _read_from_tensor(self, node: ast.AST) -> bool:
-        """A Python number read out of a tensor's data with `.item()` (or a name holding one)."""
+    def _host_read(self, node: ast.AST, scope: _Scope) -> bool:
+        """A Python number read out of a tensor's data (`.item()`, `float(x[0])`), or a name holding one."""
         if isinstance(node, ast.Name):
-            return node.id in self.host_values
+            return node.id in scope.host_values
         if isinstance(node, ast.Call):
-            return isinstance(node.func, ast.Attribute) and node.func.attr == "item"
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in HOST_READS:
+                return True
+            if isinstance(func, ast.Name) and func.id in {"float", "int", "bool"} and len(node.args) == 1:
+                argument = node.args[0]
+                return (isinstance(argument, ast.Subscript) and not self._size(argument, scope)) or self._tensor(
+                    argument, scope
+                )
         if isinstance(node, ast.BinOp | ast.UnaryOp):
-            return any(self._read_from_tensor(c) for c in ast.iter_child_nodes(node))
+            return any(self._host_read(c, scope) for c in ast.iter_child_nodes(node))
         return False
 
-    def _scalar(self, node: ast.AST) -> bool:
+    def _size(self, node: ast.AST, scope: _Scope) -> bool:
         """Whether an expression is certainly a Python number, size or shape (its methods compute nothing)."""
         if isinstance(node, ast.Constant):
             return isinstance(node.value, int | float | bool)
         if isinstance(node, ast.Name):
-            return (node.id in self.scalars or node.id in self.host_values) and node.id not in self.tensors
+            return node.id in scope.sizes
         if isinstance(node, ast.BinOp):
-            return self._scalar(node.left) and self._scalar(node.right)
+            return self._size(node.left, scope) and self._size(node.right, scope)
         if isinstance(node, ast.UnaryOp):
-            return self._scalar(node.operand)
+            return self._size(node.operand, scope)
         if isinstance(node, ast.Tuple | ast.List):
-            return all(self._scalar(e) for e in node.elts)
+            return all(self._size(e, scope) for e in node.elts)
         if isinstance(node, ast.Attribute):
-            return node.attr in SIZE_ATTRIBUTES
+            return node.attr in {"shape", "ndim", "itemsize"}
         if isinstance(node, ast.Subscript):
-            return self._scalar(node.value)
+            return self._size(node.value, scope)
         if not isinstance(node, ast.Call):
             return False
         func = node.func
-        if isinstance(func, ast.Name) and func.id in SIZE_BUILTINS:
-            return func.id in {"len", "int", "float", "bool", "round"} or all(self._scalar(a) for a in node.args)
+        if isinstance(func, ast.Name) and func.id in {"len", "min", "max", "abs", "round", "divmod"}:
+            return func.id == "len" or all(self._size(a, scope) for a in node.args)
         if isinstance(func, ast.Attribute) and func.attr in SIZE_METHODS:
             return True
-        return (self.checker._resolve(func) or "").startswith(("triton.cdiv", "triton.next_power_of_2", "math."))
+        return (self._resolve(func) or "").startswith(("triton.cdiv", "triton.next_power_of_2", "math."))
 
-    def _tensorish(self, node: ast.AST) -> bool:
-        """Whether an expression is (likely) a tensor rather than a shape, size or Python number."""
+    def _tensor(self, node: ast.AST, scope: _Scope) -> bool:
+        """Whether an expression is certainly a tensor: a name bound to one, an allocation, a view of one."""
         if isinstance(node, ast.Name):
-            return node.id in self.tensors
+            return node.id in scope.tensors
         if isinstance(node, ast.Subscript):
-            return self._tensorish(node.value)
-        if isinstance(node, ast.BinOp | ast.UnaryOp):
-            return any(self._tensorish(c) for c in ast.iter_child_nodes(node))
+            return self._tensor(node.value, scope)
         if isinstance(node, ast.Call):
-            resolved = self.checker._resolve(node.func) or ""
-            if resolved.startswith("torch."):
-                return resolved not in NON_TENSOR_TORCH
-            if isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS:
-                return self._tensorish(node.func.value)
+            resolved = self._resolve(node.func) or ""
+            if resolved in TENSOR_ALLOCATORS:
+                return True
+            func = node.func
+            return (
+                isinstance(func, ast.Attribute)
+                and func.attr in TENSOR_RESULT_METHODS
+                and self._tensor(func.value, scope)
+            )
         return False
 
 
-SAFE_MODULES = {"triton", "math", "operator", "itertools", "functools", "typing"}
-SIZE_ATTRIBUTES = {"shape", "ndim", "is_cuda", "device", "dtype", "itemsize"}
-SIZE_METHODS = {
-    "numel", "dim", "ndimension", "size", "stride", "element_size", "storage_offset", "data_ptr", "item",
-    "bit_length", "is_contiguous", "get_device", "is_floating_point",
-}  # fmt: skip
-SIZE_BUILTINS = {"len", "int", "float", "bool", "round", "abs", "min", "max", "divmod"}
-MUTATING_METHODS = {"append", "extend", "insert", "pop", "update", "setdefault", "clear", "add", "remove"}
-NON_TENSOR_TORCH = {
-    "torch.Size", "torch.finfo", "torch.iinfo", "torch.is_grad_enabled", "torch.is_tensor", "torch.device",
-    "torch.cuda.current_device", "torch.cuda.is_available", "torch.cuda.get_device_capability",
-    "torch.cuda.get_device_properties", "torch.promote_types", "torch.broadcast_shapes",
-}  # fmt: skip
-TENSOR_METHODS = {
-    "view", "view_as", "reshape", "contiguous", "flatten", "transpose", "permute", "t", "expand", "to",
-    "unsqueeze", "squeeze", "new_empty", "new_zeros", "new_ones", "new_full", "float", "half", "detach",
-    "bfloat16", "double", "movedim", "unflatten", "expand_as", "cuda", "cpu", "int", "long",
-}  # fmt: skip
+class _KernelScan:
+    """A `@triton.jit` function: Triton's language and the kernel's own names (on the CPU its body runs as
+    Python in Triton's interpreter, so what it may name matters there)."""
+
+    def __init__(self, checker: _Checker, node: ast.FunctionDef):
+        self.checker = checker
+        self.node = node
+        arguments = node.args
+        params = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        self.names = {a.arg for a in params} | {
+            n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+
+    def run(self) -> None:
+        checker = self.checker
+        scope = _Scope(KERNEL, self.node.name, set(self.names) | checker.module_names)
+        for stmt in self.node.body:
+            for node in ast.walk(stmt):
+                budget.check()
+                if isinstance(node, ast.ClassDef | ast.Lambda | ast.Try | ast.With | ast.Import | ast.ImportFrom):
+                    checker._add(
+                        "TRI317", node, f"a `{type(node).__name__}` is not allowed in kernel `{self.node.name}`"
+                    )
+                elif isinstance(node, ast.Global | ast.Nonlocal):
+                    checker._add("TRI310", node, f"global/nonlocal in kernel `{self.node.name}`")
+                elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    self._name(node, scope)
+                elif isinstance(node, ast.Attribute):
+                    self._attribute(node)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                    checker._add("TRI315", node, "print() in a kernel: use tl.device_print")
+
+    def _name(self, node: ast.Name, scope: _Scope) -> None:
+        checker = self.checker
+        name = node.id
+        if name in checker.aliases or name in scope.locals:
+            return
+        if name == "__builtins__" or name in DYNAMIC_BUILTINS:
+            checker._add("TRI305", node, f"`{name}` in kernel `{self.node.name}` runs code the verifier cannot check")
+        elif hasattr(builtins, name) and name not in SAFE_BUILTINS:
+            checker._add("TRI317", node, f"the builtin `{name}` is not allowed in kernel `{self.node.name}`")
+
+    def _attribute(self, node: ast.Attribute) -> None:
+        checker = self.checker
+        if id(node) in checker.reported:
+            return
+        attr = node.attr
+        if _is_dunder(attr):
+            checker._add("TRI306", node, f"`.{attr}` reaches interpreter internals (in kernel `{self.node.name}`)")
+            return
+        resolved = checker._resolve(node)
+        if resolved is not None:
+            checker._mark_chain(node)
+            parts = resolved.split(".")
+            allowed = resolved.startswith("triton.language.") or resolved in TRITON_ALLOWED
+            allowed = allowed or (parts[0] == "torch" and len(parts) == 2 and parts[1] in TORCH_DTYPES)
+            allowed = allowed or (parts[0] == "math" and len(parts) == 2)
+            if not allowed or any(p.startswith("_") for p in parts[1:]):
+                checker._add("TRI317", node, f"`{resolved}` is not allowed in kernel `{self.node.name}`")
+        elif attr not in KERNEL_MEMBERS:
+            checker._add(
+                "TRI317", node, f"`.{attr}` is not a member of Triton's tensors (in kernel `{self.node.name}`)"
+            )
 
 
-_Work = tuple[ast.FunctionDef, dict[str, ast.FunctionDef], frozenset[str]]
-SCALAR_ANNOTATIONS = {"int", "float", "bool", "str", "tuple", "list", "dict"}
+# ---------------------------------------------------------------- helpers
+
+
+def _expression_nodes(expr: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of an expression, outermost first, without descending into lambdas (scanned on their own)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.Lambda):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _own_expressions(stmt: ast.stmt) -> list[ast.AST]:
+    """The expression children of one statement (not its nested statements, handlers or function bodies)."""
+    return [
+        child
+        for child in ast.iter_child_nodes(stmt)
+        if not isinstance(child, ast.stmt | ast.excepthandler | ast.arguments)
+        and not (isinstance(child, ast.expr_context))
+    ]
+
+
+def _enclosed(outer: _Scope) -> set[str]:
+    """The names a function defined in `outer` sees as locals: an enclosing function's (closures), never the
+    module's (module-level names are shared state, known to the checker on their own)."""
+    return set() if outer.function == MODULE else set(outer.locals)
+
+
+def _names_used(nodes: list[ast.AST]) -> dict[str, int]:
+    """How often each name is read among `nodes`: plain names and attribute names (`self.helper`)."""
+    counts: dict[str, int] = {}
+    for node in nodes:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            counts[node.id] = counts.get(node.id, 0) + 1
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            counts[node.attr] = counts.get(node.attr, 0) + 1
+    return counts
+
+
+def _binds_name(node: ast.AST, name: str) -> bool:
+    """Whether a node binds `name` (an assignment target, a definition, an import alias, a global, a del)."""
+    if isinstance(node, ast.Name):
+        return node.id == name and isinstance(node.ctx, ast.Store | ast.Del)
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return node.name == name
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return name in node.names
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name) == name
+    return False
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """`if __name__ == "__main__":`, which never runs when the candidate is loaded as a module."""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def _lambda_params(node: ast.Lambda) -> set[str]:
+    arguments = node.args
+    params = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    return {a.arg for a in params} | {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+
+
+def _constant(node: ast.AST) -> bool:
+    """A literal (numbers, strings, and tuples or lists of them)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return _constant(node.operand)
+    if isinstance(node, ast.Tuple | ast.List):
+        return all(_constant(e) for e in node.elts)
+    return False
 
 
 def _annotated_tensor(arg: ast.arg) -> bool:
@@ -553,19 +994,11 @@ def _annotated_tensor(arg: ast.arg) -> bool:
 
 
 def _annotated_scalar(arg: ast.arg) -> bool:
-    return arg.annotation is not None and (dotted_name(arg.annotation) or "").split(".")[-1] in SCALAR_ANNOTATIONS
+    names = {"int", "float", "bool", "str", "tuple", "list", "dict"}
+    return arg.annotation is not None and (dotted_name(arg.annotation) or "").split(".")[-1] in names
 
 
 def _root_name(node: ast.AST) -> str | None:
     while isinstance(node, ast.Subscript | ast.Attribute | ast.Call):
         node = node.func if isinstance(node, ast.Call) else node.value
     return node.id if isinstance(node, ast.Name) else None
-
-
-def _own_expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
-    """The expression nodes of one statement, without those of the statements nested in it."""
-    stack = [c for c in ast.iter_child_nodes(stmt) if not isinstance(c, ast.stmt | ast.excepthandler)]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(ast.iter_child_nodes(node))

@@ -20,11 +20,11 @@ from verifier.audit.config import AuditConfig
 from verifier.audit.source_index import SourceIndex
 from verifier.cache import cache_dir
 from verifier.findings import Finding
-from verifier.host import isolation as sandbox
+from verifier.host import isolation
+from verifier.host.limits import Limits, default_memory_limit
 from verifier.wire.messages import CompileOutcome, CompileResult, CompileSpec
 
 SHARED_MEMORY_LIMITS = {70: 98304, 75: 65536, 80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448}
-PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def shared_memory_limit(capability: int) -> int:
@@ -97,33 +97,44 @@ class CompileChecker:
                 "jobs": [j.as_dict() for j in jobs],
             }
             Path(scratch, "job.json").write_text(json.dumps(spec))
-            result_file = os.path.join(scratch, "result.json")
-            prefix, isolation = sandbox.launch_prefix(self.isolate)
-            self.warnings.update(isolation["warnings"])
-            command = [*prefix, sys.executable, "-m", "verifier.sandbox.compile_child"]
-            command += ["--job", os.path.join(scratch, "job.json"), "--result", result_file, "--scratch", scratch]
-            if prefix:
-                command += ["--cover", os.path.realpath(tempfile.gettempdir())]
-            env = {
-                **os.environ,
-                "TRITON_CACHE_DIR": os.path.join(scratch, "triton-cache"),
-                "TMPDIR": scratch,
-                "HOME": scratch,
-                "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")])),
-                "TRITON_DEFAULT_FP_FUSION": "1",
-            }
-            limits = sandbox.Limits(self.config.compile_timeout, sandbox.default_memory_limit())
-            run = sandbox.run_limited(command, limits, env=env, cwd=scratch)
+            program = [
+                sys.executable,
+                "-m",
+                "verifier.sandbox.compile_child",
+                "--job",
+                os.path.join(scratch, "job.json"),
+            ]
+            launch = isolation.prepare(
+                program,
+                device="cpu",
+                isolate=self.isolate,
+                host_scratch=Path(scratch),
+                readonly=[scratch],
+                env={"TRITON_DEFAULT_FP_FUSION": "1"},
+            )
+            self.warnings.update(launch.isolation["warnings"])
+            limits = Limits(self.config.compile_timeout, default_memory_limit())
+            run = isolation.run_limited(launch, limits)
             if run.exceeded == "timeout":
                 return {"failure": f"compiling took longer than {self.config.compile_timeout:g} s and was stopped"}
             if run.exceeded == "memory":
                 return {"failure": f"the compiler process used more than {limits.memory // 2**20} MiB and was stopped"}
-            if run.returncode != 0 or not os.path.exists(result_file):
+            outcome = _last_json_line(run.stdout)
+            if run.returncode != 0 or outcome is None:
                 tail = (run.stderr or "").strip().splitlines()[-1:] or [f"exit status {run.returncode}"]
                 return {"failure": f"the compiler process failed: {tail[0][:300]}"}
-            return json.loads(Path(result_file).read_text())
+            return outcome
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _last_json_line(stdout: str) -> CompileOutcome | None:
+    lines = stdout.strip().splitlines()
+    try:
+        outcome = json.loads(lines[-1]) if lines else None
+    except (ValueError, RecursionError):
+        return None
+    return outcome if isinstance(outcome, dict) else None
 
 
 def default_cache_dir() -> Path:

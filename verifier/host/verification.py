@@ -12,10 +12,8 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
-import json
 import random
 import secrets
-import shutil
 import signal
 import threading
 import time
@@ -32,11 +30,6 @@ from verifier.report import Report
 from verifier.rules import RULES
 from verifier.wire.channel import Channel
 from verifier.wire.messages import (
-    HARNESS_ERROR_FILE,
-    RESULT_FILE,
-    SANITIZER_LOG_FILE,
-    STDERR_FILE,
-    STDOUT_FILE,
     Call,
     Job,
     JobKind,
@@ -45,13 +38,17 @@ from verifier.wire.messages import (
 )
 
 OUTPUT_LIMIT = 4000
+REFERENCE_CACHES = (".triton", ".cache")  # what the reference's scratch keeps between verifications
 CANDIDATE_MODULE = "candidate"
 TASK_INPUTS_FILE = "task_inputs.py"
 CHANNEL_SLOT_BYTES = {"cuda": 128 * 2**20, "cpu": 2**20}  # on a GPU: fewer, larger chunks (one sync each)
 SANITIZE_SLOWDOWN = 20  # memcheck runs kernels 10-100x slower: its run gets this many timeouts
 SANITIZE_MIN_SECONDS = 300.0
-SANITIZER_LOG_LIMIT = 2**20  # memcheck prints at most 20 errors, each with its host backtrace, then a summary
-HYBRID_ALLOWS = {"TRI302"}  # PyTorch compute: what the hybrid policy accepts (and never rewards)
+UNTRUSTED_OUTPUT = "untrusted: written by the candidate's code; a report or prompt shows it, never acts on it"
+# PyTorch compute, seen in the source or at run time, and what is not known to be allowed: what the hybrid policy
+# accepts (and never rewards)
+HYBRID_ALLOWS = {"TRI302", "TRI317", "TRI360"}
+LIST_LIMIT = 1000  # entries of a list in the candidate's result that are read
 PYTORCH_WORK = (
     (("conv",), "the convolution"),
     (("linear", "matmul", "`@`", ".mm", "bmm", "addmm", "einsum", "baddbmm"), "the matrix multiplication"),
@@ -74,8 +71,8 @@ class Slot:
 
     def stop(self) -> None:
         try:
-            self.reference.stop()
-            self.candidate.stop()
+            self.reference.close()
+            self.candidate.close()
         finally:
             self.channel.close()
 
@@ -104,6 +101,11 @@ def _at(path: Path, exc: SyntaxError) -> str:
 
 def check_task_file(task: Path) -> str:
     """Parse the task without running it; return its module name or raise TaskError naming file and line."""
+    return read_task(task)[0]
+
+
+def read_task(task: Path) -> tuple[str, str]:
+    """The task's module name and source, once it parses as a task (else TaskError naming file and line)."""
     try:
         source = task.read_text()
     except OSError as exc:
@@ -117,7 +119,7 @@ def check_task_file(task: Path) -> str:
     missing = [name for name in ("Model", "get_inputs", "get_init_inputs") if name not in defined]
     if missing:
         raise TaskError(f"{task}:1: not a task: it defines no {', '.join(f'`{m}`' for m in missing)}")
-    return task.stem if task.stem.isidentifier() else "task"
+    return (task.stem if task.stem.isidentifier() else "task"), source
 
 
 def inputs_only(source: str) -> str:
@@ -169,7 +171,7 @@ class Verification:
             self._run()
         finally:
             self.slot.candidate.wipe()
-            self.slot.reference.wipe(keep=(".triton", ".cache"))
+            self.slot.reference.wipe(keep=REFERENCE_CACHES)
             self.phases["total_s"] = time.perf_counter() - started
             self.report.phases = {k: round(v, 4) for k, v in self.phases.items()}
         return self.report
@@ -177,7 +179,7 @@ class Verification:
     def time_baseline(self) -> None:
         """Only the task's eager and torch.compile timings, cached for the verifications that follow (on a GPU):
         what a conversion can measure while its candidates are still being generated."""
-        module_name = check_task_file(self.task)
+        module_name, self.task_source = read_task(self.task)
         if self.shared.device != "cuda" or not self.opts.timing:
             return
         try:
@@ -186,21 +188,23 @@ class Verification:
             with self.shared.measuring():
                 self._baseline(module_name)
         finally:
-            self.slot.reference.wipe(keep=(".triton", ".cache"))
+            self.slot.reference.wipe(keep=REFERENCE_CACHES)
 
     def _run(self) -> None:
         report = self.report
-        module_name = check_task_file(self.task)
+        module_name, self.task_source = read_task(self.task)
         try:
             source = self.candidate.read_text()
         except OSError as exc:
             raise UsageError(f"cannot read candidate file {self.candidate}: {exc.strerror or exc}") from exc
+        self.candidate_source = source
         try:
             findings = check_candidate(source, task_module=module_name)
         except SyntaxError as exc:
             self._finish("compile_error", f"{_at(self.candidate, exc)}: syntax error: {exc.msg}")
             return
         executable = self._sanitizer()
+        self.static_findings = findings
         report.violations = [f.as_violation() for f in findings]
         errors = [f for f in findings if RULES[f.rule].rejects]
         if self.opts.policy == "hybrid":
@@ -235,10 +239,11 @@ class Verification:
         reference, result = pair
         report = self.report
         report.trials = trials
-        report.launches = result["launches"]
+        report.launches = [n for n in _listed(result.get("launches")) if isinstance(n, int) and not isinstance(n, bool)]
         self.phases.update(_stage_seconds(result.get("stages")))
-        report.kernels = result["kernels"]
-        report.violations.extend(result["violations"])
+        report.kernels = [str(name)[:200] for name in _listed(result.get("kernels"))]
+        violations = self._runtime_findings(result)
+        report.violations.extend(violations)
         report.coverage, report.library_calls, missing = _coverage(result.get("coverage"))
         if missing:
             report.warnings.append(f"coverage could not be measured: {missing}")
@@ -250,11 +255,11 @@ class Verification:
         report.max_abs_error = comparison["max_abs_error"]
         report.max_rel_error = comparison["max_rel_error"]
         report.tolerance = comparison["tolerance"] or None
-        rejecting = _rejecting(result["violations"])
+        rejecting = _rejecting(violations, self.opts.policy)
         if rejecting:
-            self._finish("rejected", f"{rejecting[0]['rule']}: {rejecting[0]['message']}")
+            self._finish("rejected", self._runtime_rejection(rejecting[0]))
             return False
-        runtime = [v for v in result["violations"] if v not in rejecting]
+        runtime = [v for v in violations if v not in rejecting and v["rule"] not in HYBRID_ALLOWS]
         if runtime or problems:
             messages = [f"{v['rule']}: {v['message']}" for v in runtime] + problems
             more = f" (and {len(messages) - 3} more)" if len(messages) > 3 else ""
@@ -265,6 +270,28 @@ class Verification:
         closeness = f"; {exact[0]}{likewise}" if exact else ""
         self._finish("correct", f"matches the reference on {trials} trials plus an enable_grad call{closeness}")
         return True
+
+    def _runtime_findings(self, result: dict) -> list[Violation]:
+        """The candidate job's runtime findings, checked for shape (its process wrote them), with what PyTorch
+        computed during the compared calls as TRI360, explained by the source's own TRI302 findings."""
+        findings = _violations(result.get("violations"))
+        ran = _torch_work(result.get("torch_ops"))
+        if ran:
+            lines = sorted({f.line for f in getattr(self, "static_findings", []) if f.rule == "TRI302"})
+            where = f"; the source computes in PyTorch at line{'s' if len(lines) > 1 else ''} " if lines else ""
+            where += ", ".join(str(n) for n in lines[:5]) + (", ..." if len(lines) > 5 else "")
+            findings.insert(0, RULES["TRI360"].seen_at_run_time(f"{ran}{where}"))
+        return findings
+
+    def _runtime_rejection(self, finding: Violation) -> str:
+        """Why a runtime finding refused the candidate; PyTorch doing part of the work is said as such."""
+        if finding["rule"] != "TRI360":
+            return f"{finding['rule']}: {finding['message']}"
+        return (
+            f"{_pytorch_work(finding['message'])} ran in PyTorch during the compared calls ({finding['message']}); "
+            "the strict policy requires Triton for all of the work (`--policy hybrid` accepts it, reports the share "
+            "Triton does, and earns no reward)"
+        )
 
     def _run_pair(self, module_name: str, kind: JobKind, calls: list[Call]) -> tuple[ReferenceResult, dict] | None:
         """The reference side's comparing job and the candidate's job, side by side, joined by the slot's
@@ -278,9 +305,8 @@ class Verification:
         self, module_name: str, kind: JobKind, calls: list[Call]
     ) -> tuple[ReferenceResult, dict] | None:
         slot, channel = self.slot, self.slot.channel
-        ref_name, ref_dir = slot.reference.new_job_dir()
-        shutil.copyfile(self.task, ref_dir / f"{module_name}.py")
-        cand_name, cand_dir, inputs = self._candidate_job_dir()
+        ref_name = slot.reference.new_job_name()
+        cand_name, cand_files, cand_extra = self._candidate_job()
         candidate_seconds = self.opts.timeout
         wait = candidate_seconds + self.opts.timeout
         reference_job = {
@@ -289,13 +315,21 @@ class Verification:
             "atol": self.opts.atol,
             "rtol": self.opts.rtol,
         }
+        task_file = f"{module_name}.py"
         channel.reset()
         box: dict = {}
 
         def reference() -> None:
             try:
                 box["outcome"] = self._run_job(
-                    slot.reference, ref_name, "reference", reference_job, calls, f"{module_name}.py", wait + 10
+                    slot.reference,
+                    ref_name,
+                    "reference",
+                    reference_job,
+                    calls,
+                    {task_file: self.task_source},
+                    task_file,
+                    wait + 10,
                 )
             except BaseException as exc:  # re-raised in the caller's thread (Cancelled, a dead sandbox)
                 box["error"] = exc
@@ -306,7 +340,7 @@ class Verification:
         thread = threading.Thread(target=reference, name=f"reference-{ref_name}", daemon=True)
         thread.start()
         try:
-            outcome = self._run_job(slot.candidate, cand_name, kind, {"inputs_source": inputs}, calls)
+            outcome = self._run_job(slot.candidate, cand_name, kind, cand_extra, calls, cand_files)
         finally:
             channel.close_writer()
             thread.join()
@@ -314,8 +348,8 @@ class Verification:
         self.phases["reference_s"] = self.phases.get("reference_s", 0.0) + time.perf_counter() - started
         if "error" in box:
             raise box["error"]
-        reference = self._reference_result(box["outcome"], ref_dir)
-        result = self._job_result(outcome, cand_dir)
+        reference = self._reference_result(box["outcome"])
+        result = self._job_result(outcome)
         if result is None:
             return None
         if reference["calls_compared"] < len(calls) and not reference["comparison"]["problems"]:
@@ -324,18 +358,17 @@ class Verification:
             )
         return reference, result
 
-    def _candidate_job_dir(self) -> tuple[str, Path, str]:
-        """A fresh job directory in the candidate's sandbox holding the candidate and the task without its
-        `Model`: (its name, its host path, the task file's path as the sandbox sees it)."""
-        name, job_dir = self.slot.candidate.new_job_dir()
-        shutil.copyfile(self.candidate, job_dir / f"{CANDIDATE_MODULE}.py")
-        (job_dir / TASK_INPUTS_FILE).write_text(inputs_only(self.task.read_text()))
-        return name, job_dir, f"{self.slot.candidate.scratch}/{name}/{TASK_INPUTS_FILE}"
+    def _candidate_job(self) -> tuple[str, dict[str, str], dict]:
+        """A fresh job in the candidate's sandbox: its name, its files (the candidate, and the task without its
+        `Model`) and the job's candidate-side fields."""
+        files = {f"{CANDIDATE_MODULE}.py": self.candidate_source, TASK_INPUTS_FILE: inputs_only(self.task_source)}
+        extra = {"inputs_source": TASK_INPUTS_FILE, "policy": self.opts.policy}
+        return self.slot.candidate.new_job_name(), files, extra
 
-    def _reference_result(self, outcome: JobOutcome, job_dir: Path) -> ReferenceResult:
-        result = _read_json(job_dir / RESULT_FILE)
-        if outcome.status != "ok" or outcome.signal or result is None:
-            raise TaskError(f"{self.task}: the reference run failed: {_describe_outcome(outcome, job_dir)}")
+    def _reference_result(self, outcome: JobOutcome) -> ReferenceResult:
+        result = outcome.result
+        if outcome.status != "ok" or outcome.signal or result is None or outcome.harness_error:
+            raise TaskError(f"{self.task}: the reference run failed: {_describe_outcome(outcome)}")
         if not result.get("ok"):
             line = f":{result['line']}" if result.get("line") else ""
             raise TaskError(f"{self.task}{line}: {result['stage']} failed: {result['error_type']}: {result['error']}")
@@ -364,14 +397,14 @@ class Verification:
         """One more call of the correct candidate under memcheck; False after setting the verdict if memcheck
         saw a bad access. A sanitized run that cannot finish is a warning, not a verdict."""
         started = time.perf_counter()
-        name, job_dir, inputs = self._candidate_job_dir()
+        name, files, extra = self._candidate_job()
         calls: list[Call] = [{"seed": self.first_seed, "grad": False, "label": "sanitized call"}]
-        extra = {"inputs_source": inputs, "sanitizer": executable}
+        extra["sanitizer"] = executable
         seconds = max(SANITIZE_MIN_SECONDS, SANITIZE_SLOWDOWN * self.opts.timeout)
         with gpu_lock.sharing(self.shared.gpu):
-            outcome = self._run_job(self.slot.candidate, name, "sanitize", extra, calls, seconds=seconds)
+            outcome = self._run_job(self.slot.candidate, name, "sanitize", extra, calls, files, seconds=seconds)
         self.phases["sanitize_s"] = time.perf_counter() - started
-        count, errors = sanitizer.read_log(_read_text(job_dir / SANITIZER_LOG_FILE, SANITIZER_LOG_LIMIT))
+        count, errors = sanitizer.read_log(outcome.sanitizer_log)
         if errors or count:
             shown = errors[:3] or [f"{count} errors"]
             for error in shown:
@@ -382,9 +415,9 @@ class Verification:
                 "incorrect", f"TRI359: compute-sanitizer memcheck found {count} {errors_word}: {shown[0]}{more}"
             )
             return False
-        result = _read_json(job_dir / RESULT_FILE)
+        result = outcome.result
         if outcome.status != "ok" or outcome.exit_code or not result or not result.get("ok"):
-            detail = result.get("error") if result else _describe_outcome(outcome, job_dir)
+            detail = _text(result.get("error")) if result else _describe_outcome(outcome)
             self.report.warnings.append(f"--sanitize: the run under compute-sanitizer did not finish: {detail}")
             return True
         self.report.message += "; compute-sanitizer memcheck saw no memory errors"
@@ -420,10 +453,11 @@ class Verification:
         if pair is None:
             return None
         reference, result = pair
-        rejecting = _rejecting(result["violations"])
-        self.report.violations.extend(result["violations"])
+        violations = self._runtime_findings(result)
+        rejecting = _rejecting(violations, self.opts.policy)
+        self.report.violations.extend(v for v in violations if v not in self.report.violations)
         if rejecting:
-            self._finish("rejected", f"while timed: {rejecting[0]['rule']}: {rejecting[0]['message']}")
+            self._finish("rejected", f"while timed: {self._runtime_rejection(rejecting[0])}")
             return None
         problems = reference["comparison"]["problems"]
         if problems:
@@ -437,20 +471,20 @@ class Verification:
         cached = self.shared.baselines.get(key)
         if cached is not None:
             return {**cached, "cached": True}
-        name, job_dir = self.slot.reference.new_job_dir()
-        shutil.copyfile(self.task, job_dir / f"{module_name}.py")
+        task_file = f"{module_name}.py"
         outcome = self._run_job(
             self.slot.reference,
-            name,
+            self.slot.reference.new_job_name(),
             "time_reference",
             {"module_name": module_name, "compile": self.opts.compile_baseline},
             [{"seed": self.first_seed, "grad": False, "label": "baseline"}],
-            source=f"{module_name}.py",
+            {task_file: self.task_source},
+            source=task_file,
             seconds=max(self.opts.timeout, 600.0),
         )
-        ref = _read_json(job_dir / RESULT_FILE)
+        ref = outcome.result
         if outcome.status != "ok" or not ref or not ref.get("ok"):
-            detail = ref.get("error") if ref else _describe_outcome(outcome, job_dir)
+            detail = _text(ref.get("error")) if ref else _describe_outcome(outcome)
             self.report.warnings.append(f"baseline timing failed: {detail}")
             return None
         self.shared.baselines[key] = ref
@@ -465,6 +499,7 @@ class Verification:
         kind: JobKind,
         extra: dict,
         calls: list[Call],
+        files: dict[str, str],
         source: str | None = None,
         seconds: float | None = None,
     ) -> JobOutcome:
@@ -474,9 +509,10 @@ class Verification:
             "id": name,
             "kind": kind,
             "dir": name,
+            "files": files,
             "device": self.shared.device,
             "init_seed": self.init_seed,
-            "source": f"{zygote.scratch}/{name}/{source or CANDIDATE_MODULE + '.py'}",
+            "source": source or f"{CANDIDATE_MODULE}.py",
             "module_name": CANDIDATE_MODULE,
             "timing_trials": self.opts.timing_trials,
             "calls": calls,
@@ -485,22 +521,29 @@ class Verification:
         }
         return zygote.run(job, self.opts.limits(seconds), self.cancelled)
 
-    def _job_result(self, outcome: JobOutcome, job_dir: Path) -> dict | None:
+    def _job_result(self, outcome: JobOutcome) -> dict | None:
         """The candidate job's result, or None after setting the verdict for a job that did not finish."""
         self.report.candidate_output = {
-            "stdout": _read_text(job_dir / STDOUT_FILE),
-            "stderr": _read_text(job_dir / STDERR_FILE),
+            "stdout": _cut(outcome.stdout),
+            "stderr": _cut(outcome.stderr),
+            "trust": UNTRUSTED_OUTPUT,
         }
-        result = _read_json(job_dir / RESULT_FILE)
+        result = outcome.result
         if outcome.status == "timeout":
             self._finish("timeout", _timeout_message(self.opts.timeout, self.shared.device))
         elif outcome.status == "memory":
             limit = self.opts.memory_limit // 2**20
             self._finish("crashed", f"the candidate exceeded the memory limit of {limit} MiB and was killed")
-        elif outcome.status != "ok" or outcome.signal or outcome.exit_code or result is None:
-            self._finish("crashed", f"the candidate crashed: {_describe_outcome(outcome, job_dir)}")
+        elif outcome.status != "ok" or outcome.signal or outcome.exit_code or result is None or outcome.harness_error:
+            self._finish("crashed", f"the candidate crashed: {_describe_outcome(outcome)}")
         elif not result.get("ok"):
-            self._finish(*_failure_verdict(result, self.candidate))
+            violations = _violations(result.get("violations"))
+            rejecting = _rejecting(violations, self.opts.policy)
+            self.report.violations.extend(violations)
+            if rejecting:  # a refusal the candidate's code then failed on is why it failed
+                self._finish("rejected", self._runtime_rejection(rejecting[0]))
+            else:
+                self._finish(*_failure_verdict(result, self.candidate))
         else:
             return result
         return None
@@ -586,7 +629,7 @@ def _failure_verdict(result: dict, candidate: Path) -> tuple[str, str]:
     return "runtime_error", message
 
 
-def _describe_outcome(outcome: JobOutcome, job_dir: Path) -> str:
+def _describe_outcome(outcome: JobOutcome) -> str:
     if outcome.status == "timeout":
         return f"timed out after {outcome.seconds:.1f} s"
     if outcome.status == "memory":
@@ -596,16 +639,55 @@ def _describe_outcome(outcome: JobOutcome, job_dir: Path) -> str:
     if outcome.signal:
         name = signal.Signals(outcome.signal).name if outcome.signal in signal.Signals._value2member_map_ else ""
         return f"killed by signal {outcome.signal} {name}".strip()
-    harness_error = _read_text(job_dir / HARNESS_ERROR_FILE)
-    if harness_error:
-        return f"the harness failed: {harness_error}"
+    if outcome.harness_error:
+        return f"the harness failed: {outcome.harness_error}"
+    if outcome.detail:
+        return outcome.detail
     return f"exited with code {outcome.exit_code} before reporting a result"
 
 
-def _rejecting(violations: list[Violation]) -> list[Violation]:
-    """The runtime findings that refuse the candidate outright (the others make it incorrect). The child's
-    result is untrusted: a rule id the catalog does not know can only come from tampering, and refuses too."""
-    return [v for v in violations if v.get("rule") not in RULES or RULES[v["rule"]].rejects]
+def _rejecting(violations: list[Violation], policy: str) -> list[Violation]:
+    """The runtime findings that refuse the candidate outright (the others make it incorrect); under the hybrid
+    policy PyTorch's work is not one of them. The child's result is untrusted: a rule id the catalog does not
+    know can only come from tampering, and refuses too."""
+    allowed = HYBRID_ALLOWS if policy == "hybrid" else set()
+    return [v for v in violations if v["rule"] not in RULES or (RULES[v["rule"]].rejects and v["rule"] not in allowed)]
+
+
+def _listed(value: object) -> list:
+    """A list field of the candidate's result, at most LIST_LIMIT entries (anything else: empty)."""
+    return value[:LIST_LIMIT] if isinstance(value, list) else []
+
+
+def _violations(value: object) -> list[Violation]:
+    """Runtime findings from the candidate's process, each rebuilt from its fields (malformed ones dropped)."""
+    found: list[Violation] = []
+    for item in _listed(value):
+        if isinstance(item, dict) and isinstance(item.get("rule"), str) and isinstance(item.get("message"), str):
+            rule = item["rule"][:20]
+            severity = RULES[rule].severity if rule in RULES else "error"
+            message = item["message"][:1000]
+            found.append({"rule": rule, "severity": severity, "message": message, "line": 0, "column": 0})
+    return found
+
+
+def _torch_work(value: object) -> str:
+    """What PyTorch computed during the compared calls, in words ("aten.relu.default 6x in 6 calls"), or ""."""
+    totals: dict[str, int] = {}
+    calls = 0
+    for entry in _listed(value):
+        ops = entry.get("ops") if isinstance(entry, dict) else None
+        if not isinstance(ops, dict) or not ops:
+            continue
+        calls += 1
+        for name, count in list(ops.items())[:LIST_LIMIT]:
+            if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+                totals[str(name)[:100]] = totals.get(str(name)[:100], 0) + count
+    if not totals:
+        return ""
+    ranked = sorted(totals.items(), key=lambda item: -item[1])
+    named = ", ".join(f"{name} {count}x" for name, count in ranked[:5]) + (", ..." if len(ranked) > 5 else "")
+    return f"{named} in {calls} call{'s' if calls > 1 else ''}"
 
 
 def _timing_summary(candidate: dict, reference: dict) -> dict:
@@ -626,18 +708,10 @@ def _timing_summary(candidate: dict, reference: dict) -> dict:
     }
 
 
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+def _cut(text: str, limit: int = OUTPUT_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit] + "\n... [truncated]"
 
 
-def _read_text(path: Path, limit: int = OUTPUT_LIMIT) -> str:
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-    except OSError:
-        return ""
-    text = data[:limit].decode(errors="replace")
-    return text + "\n... [truncated]" if len(data) > limit else text
+def _text(value: object, limit: int = 1000) -> str:
+    """A field of a result from a sandbox, as bounded text whatever its type."""
+    return str(value)[:limit]

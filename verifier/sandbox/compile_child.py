@@ -1,8 +1,9 @@
 """Compiles a file's kernels for a CUDA target in a sandboxed child process: `python -m verifier.sandbox.compile_child`.
 
 Only what kernels need is rebuilt from the file (imports they use, module-level assignments, function
-definitions); launchers and classes never run. The job file and the results (a JSON file in the scratch
-directory, so nothing the audited code prints can be mistaken for them) are typed in `verifier/wire/messages.py`.
+definitions); launchers and classes never run. The job file and the results (the last line of stdout, which
+nothing the rebuilt code prints can reach: stdout points at /dev/null while it runs) are typed in
+`verifier/wire/messages.py`.
 """
 
 from __future__ import annotations
@@ -34,20 +35,14 @@ REGISTERS = re.compile(r"Used (\d+) registers")
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--job", required=True, help="JSON file: source path, capability, jobs")
-    parser.add_argument("--result", required=True)
-    parser.add_argument("--scratch", required=True)
-    parser.add_argument("--cover", default=None)
     args = parser.parse_args()
-    if args.cover:
-        from verifier.host import isolation as sandbox
-
-        sandbox.lockdown(args.scratch, args.cover, [])
     with open(args.job) as handle:
         spec = json.load(handle)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    results = compile_all(spec)
-    with open(args.result, "w") as handle:
-        json.dump(results, handle)
+    results = os.fdopen(os.dup(1), "w")
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # whatever compiling prints cannot pass for the results
+    outcome = compile_all(spec)
+    results.write("\n" + json.dumps(outcome) + "\n")
+    results.flush()
 
 
 def compile_all(spec: CompileSpec) -> CompileOutcome:

@@ -1,12 +1,15 @@
 """What crosses the sandbox boundary, typed in one place (docs/ARCHITECTURE.md, "The sandbox boundary").
 
-The trusted parent (`zygote_handle.py`) writes one `Job` per line on the zygote's stdin; the zygote forks a
-child that runs the job (`harness.py`) and answers one `ZygoteReply` per line once the child is gone. The
-child's findings never travel on that pipe: it writes a result (RESULT_FILE in the job directory: one of the
-`*Result`/`Timed*` types or a `StageFailure`, each with `seconds` added, the job's time in the child).
+The trusted parent (`host/zygote_handle.py`) writes one request per line on the zygote's stdin: a `Job` (with
+the files it needs, which the zygote writes into the job's directory inside its own scratch) or a `Wipe`. The
+zygote forks a child that runs the job (`sandbox/harness.py`); the child writes its result (one of the
+`*Result`/`Timed*` types or a `StageFailure`, each with `seconds` added) as JSON to a pipe the zygote holds,
+never to a file. Once the child is gone the zygote answers one `ZygoteReply` line carrying that result, the
+child's captured output and, for a sanitize job, memcheck's log, every part cut at its limit below. Nothing
+crosses as a file the parent reads: the parent's only inputs from a sandbox are that line and the channel.
 Tensors never travel through files: each process makes the inputs from the seeds in `Call`, and the
 candidate's outputs reach the reference side's comparer through the slot's shared-memory channel
-(`channel.py`). Violations use the report's `{rule, severity, message, line, column}` shape.
+(`wire/channel.py`). Violations use the report's `{rule, severity, message, line, column}` shape.
 """
 
 from __future__ import annotations
@@ -15,12 +18,14 @@ from typing import Literal, TypedDict
 
 JobKind = Literal["reference", "candidate", "time_reference", "time_candidate", "sanitize", "sanitized_candidate"]
 
-RESULT_FILE = "result.json"
 STDOUT_FILE = "stdout.txt"
 STDERR_FILE = "stderr.txt"
-HARNESS_ERROR_FILE = "harness_error.txt"
 SANITIZED_JOB_FILE = "sanitized_job.json"  # sanitize: the job the process under compute-sanitizer runs
-SANITIZER_LOG_FILE = "sanitizer.log"  # sanitize: memcheck's report, read by the parent
+SANITIZER_LOG_FILE = "sanitizer.log"  # sanitize: memcheck's report, sent back in the reply
+RESULT_LIMIT = 4 * 2**20  # bytes of a child's result; a longer one is not a result
+OUTPUT_LIMIT = 64 * 2**10  # bytes of a child's stdout and of its stderr sent back
+SANITIZER_LOG_LIMIT = 2**20  # memcheck prints at most 20 errors, each with its host backtrace, then a summary
+REPLY_LIMIT = RESULT_LIMIT + 2 * OUTPUT_LIMIT + SANITIZER_LOG_LIMIT + 2**20  # one reply line, JSON escaping included
 
 
 class Call(TypedDict):
@@ -45,8 +50,12 @@ class _JobRequired(TypedDict):
 
 
 class Job(_JobRequired, total=False):
-    """One job for a zygote; `dir` is relative to its scratch directory."""
+    """One job for a zygote: `dir` is a new directory in its scratch, `files` (name -> text) are written there,
+    and `source` / `inputs_source` name files among them (the zygote makes them paths for the child)."""
 
+    files: dict[str, str]
+    result_fd: int  # set by the zygote: the pipe the child writes its result to
+    policy: str  # candidate jobs: "strict" or "hybrid"
     inputs_source: str  # candidate jobs: the task without its Model, to draw inputs from
     wait_seconds: float  # reference: how long to wait for the candidate's outputs
     atol: float | None  # reference: tolerance overrides
@@ -62,12 +71,26 @@ class Ready(TypedDict):
     pid: int
 
 
+class Wipe(TypedDict):
+    """Delete everything in the zygote's scratch but the `keep` names (between verifications)."""
+
+    wipe: bool
+    keep: list[str]
+
+
 class ZygoteReply(TypedDict, total=False):
-    """How the job's child ended: its exit code, or the signal that killed it."""
+    """How the job's child ended (its exit code, or the signal that killed it) and what it left: its result
+    (None when it wrote none, or nothing that parses), its output, memcheck's log. `wiped` answers a `Wipe`."""
 
     id: str
     exit_code: int
     signal: int
+    result: dict | None
+    result_problem: str  # why there is no result: too long, not JSON
+    stdout: str
+    stderr: str
+    sanitizer_log: str
+    wiped: bool
 
 
 class Violation(TypedDict):
@@ -116,6 +139,13 @@ class StageFailure(TypedDict):
     line: int | None
     triton_compile_error: bool
     traceback: str
+    violations: list[Violation]  # candidate jobs: what the watch had seen (a refusal may be why it failed)
+
+
+class HarnessFailure(TypedDict):
+    """The harness itself failed before it could report (the child's result in place of one of the others)."""
+
+    harness_error: str
 
 
 class ComparisonResult(TypedDict):
@@ -146,6 +176,13 @@ class Coverage(TypedDict, total=False):
     error: str
 
 
+class TorchOps(TypedDict):
+    """What PyTorch computed for the candidate during one compared call (`sandbox/torch_work.py`)."""
+
+    call: str
+    ops: dict[str, int]  # ATen operation -> times it ran
+
+
 class CandidateResult(TypedDict):
     """The candidate ran on every trial plus one enable_grad call; what the runtime watch saw."""
 
@@ -153,6 +190,7 @@ class CandidateResult(TypedDict):
     launches: list[int]
     kernels: list[str]
     violations: list[Violation]
+    torch_ops: list[TorchOps]
     coverage: Coverage
     stages: dict[str, float]  # seconds: load (inputs, import, init), first call (compiles), other calls, coverage
 
@@ -175,6 +213,7 @@ class TimedCandidate(TypedDict):
     ok: Literal[True]
     candidate: TimingSample
     violations: list[Violation]
+    torch_ops: list[TorchOps]
 
 
 # ---------------------------------------------------------------- the audit's compile child (audit/compile_child.py)
