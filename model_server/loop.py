@@ -18,7 +18,7 @@ from pathlib import Path
 
 from model_server import api
 from model_server.backends.base import Backend, BackendError, Generated, GenerationRequest
-from verifier.errors import Cancelled, TaskError
+from verifier.errors import Cancelled
 from verifier.host.pool import VerifierPool
 from verifier.host.verification import check_task_file
 from verifier.report import Report
@@ -232,7 +232,7 @@ def _generate(
             return
         seconds = time.monotonic() - generation_started
         emit(api.note(round_number, _early_note(backend.name, candidates, seconds, len(verifier.submitted))))
-        verifier.submit(candidates, last=False)
+        verifier.submit(candidates)
 
     request = GenerationRequest(task, options.samples, pool.device, round_number, feedback, deadline, early)
     rest = backend.generate(request)[: options.samples - len(verifier.submitted)]
@@ -247,8 +247,8 @@ def _generate(
 class _RoundVerifier:
     """Verifies one round's candidates as they are submitted, `pool.size` at a time (fewer where the pool judges
     that fewer of the task's verifications fit in GPU memory at once), and reports each once the round's
-    candidates are all known. A run that fails for want of GPU memory while something else shared the GPU
-    (another verification, the backend's compile) is verified again alone at the end."""
+    candidates are all known. (A run that fails for want of GPU memory while something else shared the GPU is
+    verified again alone by the verifier itself.)"""
 
     def __init__(
         self,
@@ -265,72 +265,47 @@ class _RoundVerifier:
         self.options, self.emit, self.cancelled = options, emit, cancelled
         self.submitted: list[Generated] = []
         self.paths: list[Path] = []
-        self.crowdable: list[bool] = []
         self.futures: dict[Future, int] = {}
         self.executor = ThreadPoolExecutor(max_workers=pool.size)
         self.turns = threading.Condition()
         self.running = 0
 
-    def submit(self, candidates: list[Generated], last: bool = True) -> None:
-        """Start verifying `candidates`; `last` when no more will come this round (the backend is done). Each is
-        verified as crowdable where other GPU work may run beside it: the backend's (not `last`), or another
-        verification's."""
-        shared = self.pool.size > 1 and len(self.submitted) + len(candidates) > 1
-        if last:
-            self.crowdable = [c or shared for c in self.crowdable]
+    def submit(self, candidates: list[Generated]) -> None:
+        """Start verifying `candidates` (more may come this round)."""
         for candidate in candidates:
             self.submitted.append(candidate)
             index = len(self.submitted)
             path = self.scratch / f"candidate_r{self.round}_{index}.py"
             path.write_text(candidate.source)
             self.paths.append(path)
-            self.crowdable.append(not last or shared)
-            self.futures[self.executor.submit(self._verify, index, not self.crowdable[-1])] = index
+            self.futures[self.executor.submit(self._verify, index)] = index
 
     def finish(self) -> list[Attempt]:
         """Every submitted candidate's attempt, in submission order, each reported as its verification ends."""
         attempts: list[Attempt] = []
-        crowded = []
         try:
             for future in as_completed(self.futures):
                 index, report = self.futures[future], future.result()
-                crowdable = self.crowdable[index - 1]
-                if report == "crowded" or (report is not None and crowdable and _crowded(report)):
-                    crowded.append(index)
-                elif report is not None:
+                if report is not None:
                     attempts.append(self._record(index, report))
         finally:
             self.close()
-        for index in sorted(crowded):
-            note = (
-                f"candidate {index} ran out of GPU memory while another verification shared the GPU: verifying it alone"
-            )
-            self.emit(api.note(self.round, note))
-            report = self._verify(index, alone=True)
-            if report is not None:
-                attempts.append(self._record(index, report))
         return sorted(attempts, key=lambda a: a.index)
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
-    def _verify(self, index: int, alone: bool) -> Report | str | None:
-        """The candidate's report; the string "crowded" where the task's own run (beside other GPU work) found
-        no device memory: only a run alone can tell the task's fault from the crowd's."""
-        try:
-            with self._turn():
-                return _verify_unless_cancelled(
-                    self.pool,
-                    self.task,
-                    self.paths[index - 1],
-                    self.submitted[index - 1].policy,
-                    self.options,
-                    self.cancelled,
-                )
-        except TaskError as exc:
-            if alone or not _crowded(exc):
-                raise
-            return "crowded"
+    def _verify(self, index: int) -> Report | None:
+        """The candidate's report (None if the conversion was cancelled meanwhile)."""
+        with self._turn():
+            return _verify_unless_cancelled(
+                self.pool,
+                self.task,
+                self.paths[index - 1],
+                self.submitted[index - 1].policy,
+                self.options,
+                self.cancelled,
+            )
 
     @contextlib.contextmanager
     def _turn(self) -> Iterator[None]:
@@ -357,13 +332,6 @@ class _RoundVerifier:
         attempt = Attempt(self.round, index, candidate.source, report, candidate.label, candidate.policy)
         self.emit(_candidate_event(attempt, len(self.submitted)))
         return attempt
-
-
-def _crowded(failure: Report | TaskError) -> bool:
-    """Whether a run failed for want of device memory (which a verification alongside may have held)."""
-    if isinstance(failure, TaskError):
-        return "CUDA out of memory" in str(failure)
-    return failure.verdict == "runtime_error" and "CUDA out of memory" in failure.message
 
 
 def _verify_unless_cancelled(

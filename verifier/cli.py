@@ -136,8 +136,15 @@ def _add_verify(subparsers: argparse._SubParsersAction) -> None:
         help="GPU: once correct, run the candidate once more under compute-sanitizer memcheck, which also sees "
         "out-of-bounds reads (slow)",
     )
-    verify.add_argument(
-        "--no-isolation", action="store_true", help="run without namespaces (debugging only; unsafe for untrusted code)"
+    isolation = verify.add_mutually_exclusive_group()
+    isolation.add_argument(
+        "--require-isolation",
+        action="store_true",
+        help="refuse to run (exit 2) unless every sandbox layer is available here: bubblewrap's namespaces and "
+        "read-only view, the seccomp filter, a memory cgroup",
+    )
+    isolation.add_argument(
+        "--no-isolation", action="store_true", help="run without a sandbox (debugging only; unsafe for untrusted code)"
     )
     verify.set_defaults(run=_run_verify)
 
@@ -152,6 +159,7 @@ def _run_verify(args: argparse.Namespace) -> int:
             args.candidate,
             device=args.device,
             isolate=not args.no_isolation,
+            require_isolation=args.require_isolation,
             trials=args.trials,
             seed=args.seed,
             timeout=args.timeout,

@@ -16,7 +16,6 @@ import pytest
 from model_server.backends import BackendError, Generated, GenerationRequest
 from model_server.loop import Attempt, ConvertError, ConvertOptions, _choose, convert
 from tests.conftest import FIXTURES
-from verifier.errors import TaskError
 from verifier.host.pool import VerifierPool
 from verifier.report import Report
 
@@ -301,52 +300,6 @@ def test_under_the_strict_policy_a_hybrid_candidate_is_never_chosen():
     assert _choose([_attempt(3, "strict", None, verdict="incorrect"), much_faster], "strict") == (None, "")
     with pytest.raises(ValueError, match="policy must be strict or hybrid"):
         ConvertOptions(policy="lenient")
-
-
-def test_a_candidate_out_of_device_memory_beside_another_verification_is_verified_again_alone(pool):
-    """The second candidate fails with CUDA's out-of-memory message (what it does on a GPU shared with a large
-    verification alongside): it is verified once more with nothing beside it, and reported once."""
-    correct = (CANDIDATES / "relu_ok.py").read_text()
-    starved = correct.replace(
-        "    def forward(self, x):\n",
-        "    def forward(self, x):\n        raise RuntimeError('CUDA out of memory. Tried to allocate 8.00 GiB')\n",
-    )
-    assert starved != correct
-    events: list[dict] = []
-    outcome = convert(
-        TASKS / "relu.py",
-        ScriptedBackend([[correct, starved]]),
-        pool,
-        ConvertOptions(samples=2, rounds=1, trials=2),
-        emit=events.append,
-    )
-    notes = [e["text"] for e in events if e["event"] == "note" and "verifying it alone" in e["text"]]
-    assert notes == [
-        "round 1: candidate 2 ran out of GPU memory while another verification shared the GPU: verifying it alone"
-    ]
-    reported = [e["index"] for e in events if e["event"] == "candidate"]
-    assert sorted(reported) == [1, 2]
-    assert [a.report.verdict for a in outcome.attempts] == ["correct", "runtime_error"]
-
-
-def test_a_task_out_of_device_memory_beside_another_verification_fails_only_when_run_alone(pool, tmp_path):
-    """The task's own run fails with CUDA's out-of-memory message: beside another verification that may be the
-    crowd's fault, so it runs again alone, and only then is the task's error reported."""
-    task = tmp_path / "starved_task.py"
-    task.write_text(
-        (TASKS / "relu.py")
-        .read_text()
-        .replace(
-            "    def forward(self, x):\n",
-            "    def forward(self, x):\n        raise RuntimeError('CUDA out of memory')\n",
-        )
-    )
-    correct = (CANDIDATES / "relu_ok.py").read_text()
-    events: list[dict] = []
-    with pytest.raises(TaskError, match="CUDA out of memory"):
-        convert(task, ScriptedBackend([[correct, correct]]), pool, ConvertOptions(samples=2, rounds=1), events.append)
-    notes = [e["text"] for e in events if e["event"] == "note" and "verifying it alone" in e["text"]]
-    assert len(notes) == 1 and "candidate 1 ran out of GPU memory" in notes[0]  # alone, it fails: the task's fault
 
 
 class _OneAtATimePool(VerifierPool):

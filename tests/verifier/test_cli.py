@@ -178,3 +178,25 @@ def test_version_is_the_installed_one_else_pyproject_s():
     assert result.returncode == 0
     assert result.stdout == f"tritonize {declared}\n"
     assert version("tritonize-not-installed-anywhere") == declared
+
+
+def test_require_isolation_runs_where_every_layer_is_there_and_names_the_one_missing():
+    from verifier.host import isolation
+
+    if isolation.missing():
+        pytest.skip(f"this host lacks a layer: {isolation.missing()}")
+    args = ["verify", str(FIXTURES / "tasks/add.py"), str(FIXTURES / "candidates/add_ok.py"), "--device", "cpu"]
+    result = tritonize(*args, "--require-isolation", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["isolation"]["missing"] == []
+    # A host without libseccomp, as the check sees it (this one has it): the run is refused before anything starts.
+    script = (
+        "import sys; from verifier.host import isolation; from verifier.cli import main\n"
+        "isolation.layers.cache_clear()\n"
+        "isolation.layers = lambda: {'namespaces': None, 'seccomp': 'libseccomp is not usable', "
+        "'memory_cgroup': None}\n"
+        f"sys.exit(main({[*args, '--require-isolation']!r}))\n"
+    )
+    refused = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert refused.returncode == 2
+    assert "isolation required, but this host lacks: seccomp: libseccomp is not usable" in refused.stderr

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
+import shutil
 import socket
 import sys
 import tempfile
@@ -178,3 +180,58 @@ def test_a_one_shot_command_past_its_time_is_killed(tmp_path):
     launch = isolation.prepare(["sleep", "60"], device="cpu", host_scratch=tmp_path)
     done = isolation.run_limited(launch, Limits(0.5, 2 * 1024**3))
     assert done.exceeded == "timeout" and done.returncode is None
+
+
+SECRETS = {"TRITONIZE_TOKEN": "tok-", "OPENAI_API_KEY": "sk-", "HF_TOKEN": "hf_"}
+
+
+def test_no_secret_of_the_parent_reaches_the_candidate_or_its_report(monkeypatch):
+    secrets = {name: f"{prefix}{uuid.uuid4().hex}" for name, prefix in SECRETS.items()}
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    case = sandbox_case("env_leak")
+    with VerifierPool(size=1, device="cpu") as fresh:  # its sandboxes start with the secrets in this environment
+        report = fresh.verify(case.task, case.candidate, **UNCHECKED)
+    assert report.verdict == "rejected" and "refused opening /proc/" in report.message, report.message
+    assert "'HOME': '/tmp'" in report.candidate_output["stdout"]  # it did print what it could see
+    assert not any(value in report.to_json() for value in secrets.values())
+    assert report.candidate_output["trust"].startswith("untrusted")
+
+
+def test_output_pointed_at_dev_zero_and_a_flood_reach_the_parent_bounded(pool, tmp_path):
+    task, candidate = _customised("output_flood", tmp_path, FLOOD_MB="64")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    report = pool.verify(task, candidate, **UNCHECKED)
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+    assert report.verdict == "correct", report.message
+    for stream in ("stdout", "stderr"):
+        assert len(report.candidate_output[stream]) <= 4100
+        assert report.candidate_output[stream].endswith("[truncated]")
+    assert grown < 200 * 2**20
+
+
+def test_a_forged_result_is_not_believed_without_the_outputs(pool):
+    """The candidate's process can write whatever it likes where its own result goes; what the comparer (which
+    it never touches) received decides correctness."""
+    case = sandbox_case("forge_result")
+    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    assert report.verdict in {"incorrect", "crashed"} and report.reward == 0, report.message
+
+
+def test_the_scratch_directory_is_bounded_and_the_host_disk_untouched(pool):
+    case = sandbox_case("disk_fill")
+    before = shutil.disk_usage(tempfile.gettempdir()).used
+    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    assert shutil.disk_usage(tempfile.gettempdir()).used - before < 256 * 2**20
+    if report.verdict == "correct":  # stopped by the scratch's size or the file-size limit
+        written = int(report.candidate_output["stdout"].split()[-1])
+        assert written <= 2 * 2**30
+    else:  # or by the memory group, which counts what a tmpfs holds
+        assert report.verdict == "crashed" and "memory limit" in report.message, report.message
+
+
+def test_memory_held_where_a_resident_set_does_not_show_is_still_counted(pool):
+    case = sandbox_case("hidden_memory")
+    report = pool.verify(case.task, case.candidate, **{**UNCHECKED, "memory_limit": 2**30})
+    assert report.verdict == "crashed" and "memory limit" in report.message, report.message
+    assert "memfd created" not in report.candidate_output["stdout"]

@@ -309,25 +309,26 @@ class _Checker:
 
     def _construction_only(self) -> set[int]:
         """Ids of the functions only construction reaches: `__init__` methods and what only they (and the module's
-        top level) name. Everything else could run while `forward` does."""
+        top level) name. Everything else could run while `forward` does: what no code names (`forward`, called
+        by the harness), and whatever such code names, transitively."""
         owners = [f for f in self.functions.values() if f.name not in self.kernels]
         owners += [i for c in self.classes.values() for i in c.body if isinstance(i, FUNCTION_NODES)]
-        named_in = {id(f): _names_used(self.index.subtree(f)) for f in owners}
-        everywhere = _names_used(self.index.nodes)
-        inside = {name for names in named_in.values() for name in names}
-        at_top = {name for name in everywhere if everywhere[name] > sum(n.get(name, 0) for n in named_in.values())}
-        construction = {id(f) for f in owners if f.name == "__init__"}
-        changed = True
-        while changed:
-            changed = False
-            for function in owners:
-                if id(function) in construction or function.name not in inside | at_top:
-                    continue
-                users = [key for key, names in named_in.items() if function.name in names and key != id(function)]
-                if users and all(key in construction for key in users):
-                    construction.add(id(function))
-                    changed = True
-        return construction
+        names = {id(f): set(_names_used(self.index.subtree(f))) for f in owners}
+        named = set(_names_used(self.index.nodes))
+        by_name: dict[str, list] = {}
+        for function in owners:
+            by_name.setdefault(function.name, []).append(function)
+        runtime = [f for f in owners if f.name != "__init__" and (f.name not in named or f.name == "forward")]
+        seen = {id(f) for f in runtime}
+        while runtime:
+            budget.check()
+            function = runtime.pop()
+            for name in names[id(function)]:
+                for callee in by_name.get(name, []):
+                    if callee.name != "__init__" and id(callee) not in seen:
+                        seen.add(id(callee))
+                        runtime.append(callee)
+        return {id(f) for f in owners} - seen
 
     # ---------------------------------------------------------------- whole-module rules
 

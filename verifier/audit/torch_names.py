@@ -19,37 +19,38 @@ TORCH = frozenset(
     bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor blackman_window
     block_diag bmm broadcast_tensors bucketize cartesian_prod cat cdist ceil ceil_ celu celu_ chain_matmul
     channel_shuffle cholesky cholesky_inverse cholesky_solve choose_qparams_optimized clamp clamp_ clamp_max
-    clamp_max_ clamp_min clamp_min_ classproperty clear_autocast_cache clip clip_ column_stack combinations
-    complex concat concatenate constant_pad_nd conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d
-    conv_transpose3d convolution copysign corrcoef cos cos_ cosh cosh_ cosine_embedding_loss cosine_similarity
-    count_nonzero cov cross ctc_loss cummax cummin cumprod cumsum cumulative_trapezoid deg2rad deg2rad_ det
-    diag diag_embed diagflat diagonal diagonal_scatter diff digamma dist div divide dot dropout dropout_ dsmm
-    dstack eig einsum embedding embedding_bag embedding_renorm_ eq equal erf erf_ erfc erfc_ erfinv exp exp2
-    exp2_ exp_ expm1 expm1_ eye feature_alpha_dropout feature_alpha_dropout_ feature_dropout feature_dropout_
-    fill fill_ fix fix_ flip fliplr flipud float_power floor floor_ floor_divide fmax fmin fmod frac frac_
-    frexp frobenius_norm fused_moving_avg_obs_fake_quant gather gcd gcd_ ge geqrf ger gradient greater
-    greater_equal grid_sampler grid_sampler_2d grid_sampler_3d group_norm gru gru_cell gt hamming_window
-    hann_window hardshrink hash_tensor heaviside hinge_embedding_loss histc histogram histogramdd hsmm hspmm
-    hstack hypot i0 i0_ igamma igammac imag import_ir_module import_ir_module_from_buffer index_add index_fill
-    index_put index_put_ index_reduce index_select init_num_threads inner instance_norm int_repr inverse
-    isclose isfinite isin isinf isnan isneginf isposinf isreal istft kaiser_window kl_div kron kthvalue
-    layer_norm lcm lcm_ ldexp ldexp_ le lerp less less_equal lgamma lobpcg log log10 log10_ log1p log1p_ log2
-    log2_ log_ log_softmax logaddexp logaddexp2 logcumsumexp logdet logical_and logical_not logical_or
-    logical_xor logit logit_ logsumexp lstm lstm_cell lstsq lt lu lu_solve lu_unpack margin_ranking_loss
-    masked_fill masked_scatter masked_select matmul matrix_exp matrix_power matrix_rank max max_pool1d
-    max_pool1d_with_indices max_pool2d max_pool3d maximum mean median merge_type_from_type_comment meshgrid
-    min minimum mm mode msort mul multiply mv mvlgamma nan_to_num nan_to_num_ nanmean nanmedian nanquantile
-    nansum ne neg neg_ negative negative_ nextafter nonzero nonzero_static norm norm_except_dim not_equal
-    nuclear_norm orgqr ormqr outer pairwise_distance parse_ir parse_schema parse_type_comment pca_lowrank
-    pdist pinverse pixel_shuffle pixel_unshuffle polar polygamma positive pow prelu
-    prepare_multiprocessing_environment prod profiler_allow_cudagraph_cupti_lazy_reinit_cuda12 put qr quantile
-    rad2deg rad2deg_ ravel real reciprocal reciprocal_ relu relu_ remainder renorm repeat_interleave
-    resize_as_ resize_as_sparse_ rms_norm rnn_relu rnn_relu_cell rnn_tanh rnn_tanh_cell roll rot90 round
-    round_ row_stack rrelu rrelu_ rsqrt rsqrt_ rsub scalar_tensor scatter scatter_add scatter_reduce
-    searchsorted segment_reduce selu selu_ sgn sigmoid sigmoid_ sign signbit sin sin_ sinc sinc_ sinh sinh_
-    slogdet smm softmax solve sort spmm sqrt sqrt_ square square_ sspaddmm stack std std_mean stft sub
-    subtract sum svd svd_lowrank symeig unify_type_list unique unique_consecutive unsafe_chunk unsafe_split
-    unsafe_split_with_sizes vander var var_mean vdot vstack where xlogy xlogy_ zero_
+    clamp_max_ clamp_min clamp_min_ clip clip_ column_stack combinations compiled_with_cxx11_abi complex
+    concat concatenate conj_physical conj_physical_ constant_pad_nd conv1d conv2d conv3d conv_tbc
+    conv_transpose1d conv_transpose2d conv_transpose3d convolution copysign corrcoef cos cos_ cosh cosh_
+    cosine_embedding_loss cosine_similarity count_nonzero cov cross ctc_loss cummax cummin cumprod cumsum
+    cumulative_trapezoid deg2rad deg2rad_ det detach_ diag diag_embed diagflat diagonal diagonal_scatter diff
+    digamma dist div divide dot dropout dropout_ dsmm dstack eig einsum embedding embedding_bag
+    embedding_renorm_ eq equal erf erf_ erfc erfc_ erfinv exp exp2 exp2_ exp_ expm1 expm1_
+    feature_alpha_dropout feature_alpha_dropout_ feature_dropout feature_dropout_ fill fix fix_ flip fliplr
+    flipud float_power floor floor_ floor_divide fmax fmin fmod frac frac_ frexp frobenius_norm
+    fused_moving_avg_obs_fake_quant gather gcd gcd_ ge geqrf ger gradient greater greater_equal grid_sampler
+    grid_sampler_2d grid_sampler_3d group_norm gru gru_cell gt hamming_window hann_window hardshrink heaviside
+    hinge_embedding_loss histc histogram histogramdd hsmm hspmm hstack hypot i0 i0_ igamma igammac imag
+    index_add index_fill index_put index_put_ index_reduce index_select inner instance_norm inverse isclose
+    isfinite isin isinf isnan isneginf isposinf isreal istft kaiser_window kl_div kron kthvalue layer_norm lcm
+    lcm_ ldexp ldexp_ le lerp less less_equal lgamma lobpcg log log10 log10_ log1p log1p_ log2 log2_ log_
+    log_softmax logaddexp logaddexp2 logcumsumexp logdet logical_and logical_not logical_or logical_xor logit
+    logit_ logsumexp lstm lstm_cell lstsq lt lu lu_solve lu_unpack margin_ranking_loss masked_fill
+    masked_scatter masked_select matmul matrix_exp matrix_power matrix_rank max max_pool1d
+    max_pool1d_with_indices max_pool2d max_pool3d maximum mean median meshgrid min minimum mm mode msort mul
+    multiply mv mvlgamma nan_to_num nan_to_num_ nanmean nanmedian nanquantile nansum ne neg neg_ negative
+    negative_ nextafter nonzero nonzero_static norm norm_except_dim not_equal nuclear_norm orgqr ormqr outer
+    pairwise_distance pca_lowrank pdist pinverse pixel_shuffle pixel_unshuffle poisson_nll_loss polar
+    polygamma positive pow prelu prod put qr quantile rad2deg rad2deg_ ravel real reciprocal reciprocal_ relu
+    relu_ remainder renorm repeat_interleave rms_norm rnn_relu rnn_relu_cell rnn_tanh rnn_tanh_cell roll rot90
+    round round_ row_stack rrelu rrelu_ rsqrt rsqrt_ rsub scatter scatter_add scatter_reduce searchsorted
+    segment_reduce select_scatter selu selu_ sgn sigmoid sigmoid_ sign signbit sin sin_ sinc sinc_ sinh sinh_
+    slogdet smm softmax solve sort split_with_sizes spmm sqrt sqrt_ square square_ sspaddmm stack std std_mean
+    stft sub subtract sum svd svd_lowrank symeig take take_along_dim tan tan_ tanh tanh_ tensordot
+    thread_safe_generator threshold threshold_ tile topk trace trapezoid trapz triangular_solve tril
+    tril_indices triplet_margin_loss triu triu_indices true_divide trunc trunc_ unique unique_consecutive
+    unsafe_chunk unsafe_split unsafe_split_with_sizes vander var var_mean vdot view_as_complex view_as_real
+    vstack where xlogy xlogy_
     """.split()
 )  # torch.X
 
@@ -70,9 +71,10 @@ FUNCTIONAL = frozenset(
     lp_pool1d lp_pool2d lp_pool3d margin_ranking_loss max_pool1d max_pool1d_with_indices max_pool2d
     max_pool2d_with_indices max_pool3d max_pool3d_with_indices max_unpool1d max_unpool2d max_unpool3d mish
     mse_loss multi_head_attention_forward multi_margin_loss multilabel_margin_loss multilabel_soft_margin_loss
-    nll_loss one_hot pad pairwise_distance pdist pixel_shuffle pixel_unshuffle prelu relu relu6 relu_ rms_norm
-    rrelu rrelu_ scaled_dot_product_attention scaled_grouped_mm scaled_mm selu selu_ sigmoid silu
-    smooth_l1_loss soft_margin_loss softmax softmin softplus softshrink softsign unfold upsample
+    nll_loss normalize one_hot pad pairwise_distance pdist pixel_shuffle pixel_unshuffle poisson_nll_loss
+    prelu relu relu6 relu_ rms_norm rrelu rrelu_ scaled_dot_product_attention scaled_grouped_mm scaled_mm selu
+    selu_ sigmoid silu smooth_l1_loss soft_margin_loss softmax softmin softplus softshrink softsign tanh
+    tanhshrink threshold threshold_ triplet_margin_loss triplet_margin_with_distance_loss upsample
     upsample_bilinear upsample_nearest
     """.split()
 )  # torch.nn.functional.X
@@ -94,8 +96,8 @@ LINALG = frozenset(
     """
     cholesky cholesky_ex cross det diagonal eig eigh eigvals eigvalsh householder_product inv inv_ex
     ldl_factor ldl_factor_ex ldl_solve lstsq lu lu_factor lu_factor_ex lu_solve matmul matrix_exp matrix_norm
-    matrix_power matrix_rank multi_dot norm pinv qr slogdet solve solve_ex solve_triangular svd svdvals vander
-    vecdot vector_norm
+    matrix_power matrix_rank multi_dot norm pinv qr slogdet solve solve_ex solve_triangular svd svdvals
+    tensorinv tensorsolve vander vecdot vector_norm
     """.split()
 )  # torch.linalg.X
 
@@ -109,41 +111,37 @@ FFT = frozenset(
 TENSOR_METHODS = frozenset(
     """
     abs abs_ absolute absolute_ acos acos_ acosh acosh_ add add_ addbmm addbmm_ addcdiv addcdiv_ addcmul
-    addcmul_ addmm addmm_ addmv addmv_ addr addr_ adjoint all allclose amax amin aminmax angle any apply_
-    arccos arccos_ arccosh arccosh_ arcsin arcsin_ arcsinh arcsinh_ arctan arctan2 arctan2_ arctan_ arctanh
-    arctanh_ argmax argmin argsort argwhere as_subclass asin asin_ asinh asinh_ atan atan2 atan2_ atan_ atanh
-    atanh_ backward baddbmm baddbmm_ bfloat16 bincount bitwise_and bitwise_and_ bitwise_left_shift
-    bitwise_left_shift_ bitwise_not bitwise_not_ bitwise_or bitwise_or_ bitwise_right_shift
-    bitwise_right_shift_ bitwise_xor bitwise_xor_ bmm bool byte cauchy_ ccol_indices cdouble ceil ceil_ cfloat
-    chalf char cholesky cholesky_inverse cholesky_solve clamp clamp_ clamp_max clamp_max_ clamp_min clamp_min_
-    clip clip_ coalesce col_indices const_data_ptr copy_ copysign copysign_ corrcoef cos cos_ cosh cosh_
-    count_nonzero cov cpu cross crow_indices cuda cummax cummin cumprod cumprod_ cumsum cumsum_ data_ptr
-    deg2rad deg2rad_ dense_dim det diag diag_embed diagflat diagonal diagonal_scatter diff digamma digamma_
-    dim dim_order dist div div_ divide divide_ dot double eig element_size eq eq_ equal erf erf_ erfc erfc_
-    erfinv erfinv_ exp exp2 exp2_ exp_ expm1 expm1_ exponential_ fill_ fill_diagonal_ fix fix_ flip fliplr
-    flipud float float_power float_power_ floor floor_ floor_divide floor_divide_ fmax fmin fmod fmod_ frac
-    frac_ frexp gather gcd gcd_ ge ge_ geometric_ geqrf ger greater greater_ greater_equal greater_equal_ gt
-    gt_ half hardshrink hash_tensor heaviside heaviside_ histc histogram hypot hypot_ i0 i0_ igamma igamma_
-    igammac igammac_ index index_add index_add_ index_copy_ index_fill index_fill_ index_put index_put_
-    index_reduce index_reduce_ index_select indices inner int int_repr inverse ipu isclose isfinite isinf
-    isnan isneginf isposinf isreal istft item kron kthvalue lcm lcm_ ldexp ldexp_ le le_ lerp lerp_ less less_
-    less_equal less_equal_ lgamma lgamma_ log log10 log10_ log1p log1p_ log2 log2_ log_ log_normal_
-    log_softmax logaddexp logaddexp2 logcumsumexp logdet logical_and logical_and_ logical_not logical_not_
-    logical_or logical_or_ logical_xor logical_xor_ logit logit_ logsumexp long lstsq lt lt_ lu lu_solve map2_
-    map_ masked_fill masked_fill_ masked_scatter masked_scatter_ masked_select matmul matrix_exp matrix_power
-    max maximum mean median min minimum mm mode module_load msort mtia mul mul_ multiply multiply_ mv mvlgamma
-    mvlgamma_ nan_to_num nan_to_num_ nanmean nanmedian nanquantile nansum ndimension ne ne_ neg neg_ negative
-    negative_ nelement new new_empty new_empty_strided new_full new_ones new_tensor new_zeros nextafter
-    nextafter_ nonzero nonzero_static norm not_equal not_equal_ numpy orgqr ormqr outer pin_memory pinverse
-    polygamma polygamma_ positive pow pow_ prelu prod put put_ qr qscheme quantile rad2deg rad2deg_ ravel
-    reciprocal reciprocal_ record_stream reinforce relu relu_ remainder remainder_ renorm renorm_ repeat
-    repeat_interleave requires_grad_ resize resize_ resize_as resize_as_ resize_as_sparse_ retain_grad roll
-    rot90 round round_ row_indices rsqrt rsqrt_ scatter scatter_ scatter_add scatter_add_ scatter_reduce
-    scatter_reduce_ sgn sgn_ share_memory_ short sigmoid sigmoid_ sign sign_ signbit sin sin_ sinc sinc_ sinh
-    sinh_ size slogdet smm softmax solve sort sqrt sqrt_ square square_ sspaddmm std stft storage
-    storage_offset storage_type stride sub sub_ subtract subtract_ sum sum_to_size svd symeig unfold uniform_
-    unique unique_consecutive unsafe_chunk unsafe_split unsafe_split_with_sizes untyped_storage values var
-    vdot where xlogy xlogy_ xpu zero_
+    addcmul_ addmm addmm_ addmv addmv_ addr addr_ adjoint all allclose amax amin aminmax angle any arccos
+    arccos_ arccosh arccosh_ arcsin arcsin_ arcsinh arcsinh_ arctan arctan2 arctan2_ arctan_ arctanh arctanh_
+    argmax argmin argsort argwhere asin asin_ asinh asinh_ atan atan2 atan2_ atan_ atanh atanh_ baddbmm
+    baddbmm_ bernoulli_ bincount bitwise_and bitwise_and_ bitwise_left_shift bitwise_left_shift_ bitwise_not
+    bitwise_not_ bitwise_or bitwise_or_ bitwise_right_shift bitwise_right_shift_ bitwise_xor bitwise_xor_ bmm
+    cauchy_ ceil ceil_ cholesky cholesky_inverse cholesky_solve clamp clamp_ clamp_max clamp_max_ clamp_min
+    clamp_min_ clip clip_ conj_physical conj_physical_ copysign copysign_ corrcoef cos cos_ cosh cosh_
+    count_nonzero cov cross cummax cummin cumprod cumprod_ cumsum cumsum_ deg2rad deg2rad_ det detach_ diag
+    diag_embed diagflat diagonal diagonal_scatter diff digamma digamma_ dist div div_ divide divide_ dot eig
+    eq eq_ equal erf erf_ erfc erfc_ erfinv erfinv_ exp exp2 exp2_ exp_ expm1 expm1_ exponential_
+    fill_diagonal_ fix fix_ flip fliplr flipud float_power float_power_ floor floor_ floor_divide
+    floor_divide_ fmax fmin fmod fmod_ frac frac_ frexp gather gcd gcd_ ge ge_ geometric_ geqrf ger greater
+    greater_ greater_equal greater_equal_ gt gt_ hardshrink heaviside heaviside_ histc histogram hypot hypot_
+    i0 i0_ igamma igamma_ igammac igammac_ index index_add index_add_ index_copy_ index_fill index_fill_
+    index_put index_put_ index_reduce index_reduce_ index_select inner inverse isclose isfinite isinf isnan
+    isneginf isposinf isreal istft kron kthvalue lcm lcm_ ldexp ldexp_ le le_ lerp lerp_ less less_ less_equal
+    less_equal_ lgamma lgamma_ log log10 log10_ log1p log1p_ log2 log2_ log_ log_normal_ log_softmax logaddexp
+    logaddexp2 logcumsumexp logdet logical_and logical_and_ logical_not logical_not_ logical_or logical_or_
+    logical_xor logical_xor_ logit logit_ logsumexp lstsq lt lt_ lu lu_solve masked_fill masked_fill_
+    masked_scatter masked_scatter_ masked_select matmul matrix_exp matrix_power max maximum mean median min
+    minimum mm mode msort mul mul_ multiply multiply_ mv mvlgamma mvlgamma_ nan_to_num nan_to_num_ nanmean
+    nanmedian nanquantile nansum ne ne_ neg neg_ negative negative_ nextafter nextafter_ nonzero
+    nonzero_static norm normal_ not_equal not_equal_ orgqr ormqr outer pinverse polygamma polygamma_ positive
+    pow pow_ prelu prod put put_ qr quantile rad2deg rad2deg_ ravel reciprocal reciprocal_ relu relu_
+    remainder remainder_ renorm renorm_ repeat repeat_interleave roll rot90 round round_ rsqrt rsqrt_ scatter
+    scatter_ scatter_add scatter_add_ scatter_reduce scatter_reduce_ select_scatter sgn sgn_ sigmoid sigmoid_
+    sign sign_ signbit sin sin_ sinc sinc_ sinh sinh_ slogdet smm softmax solve sort split_with_sizes sqrt
+    sqrt_ square square_ squeeze_ sspaddmm std stft sub sub_ subtract subtract_ sum sum_to_size svd swapaxes_
+    swapdims_ symeig t_ take take_along_dim tan tan_ tanh tanh_ tile topk trace transpose_ triangular_solve
+    tril tril_ triu triu_ true_divide true_divide_ trunc trunc_ uniform_ unique unique_consecutive
+    unsafe_chunk unsafe_split unsafe_split_with_sizes unsqueeze_ var vdot where xlogy xlogy_
     """.split()
 )  # Tensor.X(...)
 

@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -240,6 +241,26 @@ class Finished:
     exceeded: str | None = None
 
 
+def spawn(launch: Launch, **popen: object) -> subprocess.Popen:
+    """Start a prepared sandbox (`subprocess.Popen` arguments besides the command, environment and descriptors).
+
+    Every sandbox is started from one long-lived thread of this process: bubblewrap kills the sandbox when the
+    thread that started it ends (`--die-with-parent` is the kernel's parent-death signal, which follows the
+    thread), and a sandbox must outlive the worker thread that happened to need it first."""
+    try:
+        future = _spawner().submit(
+            subprocess.Popen, launch.command, env=launch.env, pass_fds=launch.pass_fds, start_new_session=True, **popen
+        )
+        return future.result()
+    finally:
+        launch.started()
+
+
+@functools.cache
+def _spawner() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="tritonize-sandbox-spawner")
+
+
 def run_limited(
     launch: Launch, limits: Limits, stop: threading.Event | None = None, cwd: str | None = None
 ) -> Finished:
@@ -247,19 +268,8 @@ def run_limited(
     killed when it runs out of time or memory, or when `stop` is set (`exceeded` is then "stopped"). At most
     OUTPUT_LIMIT bytes of each output stream are read."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        try:
-            process = subprocess.Popen(
-                launch.command,
-                stdout=out,
-                stderr=err,
-                stdin=subprocess.DEVNULL,
-                env=launch.env,
-                pass_fds=launch.pass_fds,
-                cwd=cwd or (launch.scratch if launch.scratch != SCRATCH else None),
-                start_new_session=True,
-            )
-        finally:
-            launch.started()
+        where = cwd or (launch.scratch if launch.scratch != SCRATCH else None)
+        process = spawn(launch, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=where)
         meter, exceeded = Meter(process.pid, limits, include_root=True, group=launch.group), None
         try:
             while process.poll() is None:
@@ -348,7 +358,7 @@ def _bwrap_command(
         args += ["--ro-bind", path, path]
     for path in writable:
         args += ["--bind", path, path]
-    args += ["--chdir", SCRATCH]
+    args += ["--remount-ro", "/", "--chdir", SCRATCH]  # the root's own tmpfs (which holds /etc) takes no writes
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
     return [*args, "--", *program]

@@ -21,6 +21,7 @@ from pathlib import Path
 from verifier.cache import inductor_cache_dir
 from verifier.device import resolve_device, visible_gpu
 from verifier.errors import Cancelled
+from verifier.host import isolation
 from verifier.host.verification import Shared, Slot, Verification
 from verifier.host.zygote_handle import start_all
 from verifier.options import VerifyOptions
@@ -39,9 +40,19 @@ class VerifierPool:
     Use as a context manager, or call `close()`; `verify()` is thread-safe and blocks for a free slot.
     """
 
-    def __init__(self, size: int = 1, device: str = "auto", isolate: bool = True, gpu: int | None = None):
+    def __init__(
+        self,
+        size: int = 1,
+        device: str = "auto",
+        isolate: bool = True,
+        gpu: int | None = None,
+        require_isolation: bool = False,
+    ):
         """`gpu`: on a machine with several, the index (among this process's visible GPUs) of the one the
-        sandboxes use and see alone, e.g. a trainer rank's own; None: the default GPU."""
+        sandboxes use and see alone, e.g. a trainer rank's own; None: the default GPU. `require_isolation`:
+        refuse (IsolationError) unless this host gives every sandbox layer (`isolation.layers()`)."""
+        if require_isolation:
+            isolation.require()
         resolved = resolve_device(device)
         self.shared = Shared(resolved, visible_gpu(gpu) if gpu is not None and resolved == "cuda" else None)
         self.isolate = isolate
@@ -156,7 +167,14 @@ class VerifierPool:
             self.close()
 
 
-def verify(task: str | Path, candidate: str | Path, device: str = "auto", isolate: bool = True, **options) -> Report:
+def verify(
+    task: str | Path,
+    candidate: str | Path,
+    device: str = "auto",
+    isolate: bool = True,
+    require_isolation: bool = False,
+    **options,
+) -> Report:
     """Verify one candidate file against one task file in a one-off pool (see `VerifierPool` for many)."""
-    with VerifierPool(size=1, device=device, isolate=isolate) as pool:
+    with VerifierPool(size=1, device=device, isolate=isolate, require_isolation=require_isolation) as pool:
         return pool.verify(task, candidate, **options)

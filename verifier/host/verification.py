@@ -164,6 +164,7 @@ class Verification:
         )
         self.seeder = random.Random(seed)
         self.init_seed = self.seeder.randrange(2**31)
+        self.out_of_memory = False  # the last candidate run failed for want of device memory
 
     def run(self) -> Report:
         started = time.perf_counter()
@@ -296,9 +297,27 @@ class Verification:
     def _run_pair(self, module_name: str, kind: JobKind, calls: list[Call]) -> tuple[ReferenceResult, dict] | None:
         """The reference side's comparing job and the candidate's job, side by side, joined by the slot's
         channel; both results, or None after setting the verdict for a candidate that did not finish. Outside a
-        timing run (whose caller holds the GPU alone), the pair shares the GPU: no timing runs meanwhile."""
-        sharing = self.shared.device == "cuda" and kind != "time_candidate"
-        with gpu_lock.sharing(self.shared.gpu) if sharing else contextlib.nullcontext():
+        timing run (whose caller holds the GPU alone), the pair shares the GPU: no timing runs meanwhile.
+
+        A pair that ran out of device memory beside other work (another verification, a compile) runs once more
+        with the GPU alone: only then is the task called broken, or the candidate's run failed."""
+        if kind == "time_candidate":
+            return self._run_jobs_of_pair(module_name, kind, calls)
+        self.out_of_memory = False
+        sharing = gpu_lock.sharing(self.shared.gpu) if self.shared.device == "cuda" else contextlib.nullcontext()
+        try:
+            with sharing:
+                pair = self._run_jobs_of_pair(module_name, kind, calls)
+            if not self.out_of_memory:
+                return pair
+            whose = "the candidate's run"
+        except TaskError as exc:
+            if not _out_of_memory(str(exc)):
+                raise
+            whose = "the task's own run"
+        self.report.warnings.append(f"{whose} ran out of device memory beside other work: verified again alone")
+        self.report.verdict, self.report.message = "crashed", ""
+        with gpu_lock.measuring(self.shared.gpu):
             return self._run_jobs_of_pair(module_name, kind, calls)
 
     def _run_jobs_of_pair(
@@ -537,6 +556,7 @@ class Verification:
         elif outcome.status != "ok" or outcome.signal or outcome.exit_code or result is None or outcome.harness_error:
             self._finish("crashed", f"the candidate crashed: {_describe_outcome(outcome)}")
         elif not result.get("ok"):
+            self.out_of_memory = _out_of_memory(f"{result.get('error_type')}: {result.get('error')}")
             violations = _violations(result.get("violations"))
             rejecting = _rejecting(violations, self.opts.policy)
             self.report.violations.extend(violations)
@@ -565,14 +585,15 @@ def _stage_seconds(stages: object) -> dict[str, float]:
 
 
 def _rejection_message(errors: list) -> str:
-    """Why the static rules refused the candidate. PyTorch doing part of the work is said as such, with the
-    policy that would accept it, rather than as a hack."""
+    """Why the static rules refused the candidate. What the hybrid policy would accept (a name not known to be
+    allowed, which may be library work) is said as such, with the policy that accepts it, rather than as a hack."""
     first = errors[0]
     if all(f.rule in HYBRID_ALLOWS for f in errors):
         where = ", ".join(str(f.line) for f in errors[:5]) + (", ..." if len(errors) > 5 else "")
+        subject = first.message[0].upper() + first.message[1:]
         return (
-            f"{_pytorch_work(first.message)} runs in PyTorch (line{'s' if len(errors) > 1 else ''} {where}); the "
-            "strict policy requires Triton for all of the work (`--policy hybrid` accepts it, reports the share "
+            f"{subject} (line{'s' if len(errors) > 1 else ''} {where}); the strict policy allows Triton launches "
+            "and the operations that compute nothing (`--policy hybrid` accepts library work, reports the share "
             "Triton does, and earns no reward)"
         )
     return f"{len(errors)} anti-hacking rule violation(s); first: {first.rule} at line {first.line}: {first.message}"
@@ -652,6 +673,11 @@ def _rejecting(violations: list[Violation], policy: str) -> list[Violation]:
     know can only come from tampering, and refuses too."""
     allowed = HYBRID_ALLOWS if policy == "hybrid" else set()
     return [v for v in violations if v["rule"] not in RULES or (RULES[v["rule"]].rejects and v["rule"] not in allowed)]
+
+
+def _out_of_memory(error: str) -> bool:
+    """Whether a failure is the device running out of memory (which work beside it may have caused)."""
+    return "OutOfMemoryError" in error or "CUDA out of memory" in error
 
 
 def _listed(value: object) -> list:

@@ -125,7 +125,7 @@ class ZygoteHandle:
                     outcome.status = "memory"
                 return outcome
             if process.poll() is not None:
-                detail = self._log_tail()
+                detail = f"{_exit_words(process.returncode)}; {self._log_tail()}"
                 self.stop()
                 status = "memory" if meter.killed_for_memory() else "died"
                 return JobOutcome(status, seconds=seconds, peak_rss=meter.peak_rss, detail=detail)
@@ -198,21 +198,10 @@ class ZygoteHandle:
             pass_fds=self.pass_fds,
         )
         self.isolation = launch.isolation
-        log = open(self.base / f"{self.name}.log", "ab")  # noqa: SIM115 (handed to the child)
-        try:
-            self.process = subprocess.Popen(
-                launch.command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                env=launch.env,
-                start_new_session=True,
-                cwd=self.host_scratch,
-                pass_fds=launch.pass_fds,
+        with open(self.base / f"{self.name}.log", "ab") as log:
+            self.process = isolation.spawn(
+                launch, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=self.host_scratch
             )
-        finally:
-            log.close()
-            launch.started()
 
     def _await_ready(self) -> None:
         assert self.process is not None
@@ -305,6 +294,13 @@ def _outcome(line: bytes, seconds: float, peak_rss: int) -> JobOutcome:
     )
     outcome.detail = _text(reply.get("result_problem"), 300)
     return outcome
+
+
+def _exit_words(returncode: int | None) -> str:
+    """How the sandbox's own process ended: `exit status 1`, `killed by signal 9`."""
+    if returncode is not None and returncode < 0:
+        return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
 
 
 def _integer(value: object) -> int | None:

@@ -1,6 +1,7 @@
 """Generated Triton kernels that are hard on a static analysis: names reassigned in branches inside loops
 (`acc += tl.dot(a, b)` between them), long `tl.where` chains, names built from the two before them, deep
-nesting, many masked loads, many kernels. Used by the audit's time tests and `benchmarks/audit_worst_cases.py`.
+nesting, many masked loads, many kernels, a candidate with many helpers. Used by the audit's time tests and
+`benchmarks/audit_worst_cases.py`.
 """
 
 from __future__ import annotations
@@ -108,6 +109,26 @@ def kernel_{number}(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     return source
 
 
+def candidate_helpers(size: int) -> str:
+    """A `ModelNew` candidate (the anti-hacking allowlist reads it) whose forward calls `size` helpers, each
+    calling the one before it, each with a long arithmetic chain on sizes and a launch."""
+    lines = [HEAD + TAIL, "import torch", "import torch.nn as nn", ""]
+    for step in range(size):
+        chain = " + ".join(f"(n * {k} // 2 - {k})" for k in range(12))
+        call = f"helper_{step - 1}(x, n)" if step else "0"
+        lines += [
+            f"def helper_{step}(x, n):",
+            f"    m = {chain}",
+            "    out = torch.empty_like(x)",
+            "    kernel[(triton.cdiv(x.numel(), 128),)](x, out, x.numel(), m, BLOCK=128, FLAG=True)",
+            f"    return {call} + m if m > 0 else out.view(-1)",
+            "",
+        ]
+    lines += ["class ModelNew(nn.Module):", "    def forward(self, x):"]
+    lines.append(f"        return helper_{size - 1}(x, x.numel())")
+    return "\n".join(lines) + "\n"
+
+
 WORST_CASES: dict[str, Callable[[int], str]] = {
     f.__name__: f
     for f in (
@@ -118,5 +139,6 @@ WORST_CASES: dict[str, Callable[[int], str]] = {
         nested,
         masked_loads,
         many_kernels,
+        candidate_helpers,
     )
 }
