@@ -170,7 +170,8 @@ async def test_convert_a_function_below_after_a_preview_then_verify_it(client: L
     await replace_text(client, uri, 3, new_text)
     verify = (await _actions(client, uri, 0))["Verify this Triton kernel against act.py::scaled_tanh"]
     verified = await _run(client, verify.command)
-    assert verified["status"] == "verified" and verified["report"]["verdict"] == "correct", verified["report"]["message"]
+    report = verified["report"]
+    assert verified["status"] == "verified" and report["verdict"] == "correct", report["message"]
     assert any("is correct against scaled_tanh" in m.message for m in client.messages)
 
 

@@ -161,3 +161,68 @@ def test_hybrid_coverage_on_the_gpu_is_tritons_share_of_kernel_time(gpu_pool):
     assert "of the kernel time in Triton (hybrid policy)" in hybrid.summary(), hybrid.summary()
     triton_only = gpu_pool.verify(ADD, GOOD, trials=2, timing=False)
     assert triton_only.coverage == 1.0, triton_only.warnings
+
+
+def test_every_sandbox_layer_is_there_on_the_gpu_box(gpu_pool):
+    """Bubblewrap's namespaces and read-only view, the seccomp filter and a memory cgroup, with CUDA working."""
+    report = gpu_pool.verify(ADD, GOOD, trials=2, timing=False)
+    assert report.verdict == "correct", report.message
+    assert report.isolation["method"] == "bubblewrap" and report.isolation["missing"] == [], report.isolation
+
+
+CROWDING_TASK = """
+import time
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        total = torch.cuda.get_device_properties(x.device).total_memory
+        scratch = torch.ones(int(0.55 * total), dtype=torch.uint8, device=x.device)  # more than half the GPU
+        time.sleep(1.0)  # long enough that two verifications' runs meet
+        return x * 2 + scratch[0].float() * 0
+
+
+def get_inputs():
+    return [torch.randn(1024, 1024)]
+
+
+def get_init_inputs():
+    return []
+"""
+DOUBLING = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        _double[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
+"""
+
+
+def test_a_task_that_fits_alone_is_not_blamed_for_the_pools_crowding(tmp_path):
+    """Two verifications of a task that takes more than half the GPU: side by side one runs out of memory; it
+    is verified again alone, and both are correct (the task is not reported broken)."""
+    task, candidate = tmp_path / "big_task.py", tmp_path / "double.py"
+    task.write_text(CROWDING_TASK)
+    candidate.write_text(DOUBLING)
+    with VerifierPool(size=2, device="cuda") as pool:
+        reports = pool.verify_many([(task, candidate), (task, candidate)], trials=3, timing=False, timeout=120)
+    assert [r.verdict for r in reports] == ["correct", "correct"], [r.message for r in reports]
+    alone = "the task's own run ran out of device memory beside other work: verified again alone"
+    assert any(alone in r.warnings for r in reports), [r.warnings for r in reports]

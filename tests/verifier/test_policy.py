@@ -8,6 +8,7 @@ import pytest
 from tests.conftest import FIXTURES
 from tests.verifier.zoo_cases import zoo_cases
 from verifier import VerifierPool
+from verifier.host.verification import HYBRID_ALLOWS
 
 HYBRID = FIXTURES / "hybrid"
 TASK = HYBRID / "linear_relu.py"
@@ -61,11 +62,12 @@ def test_an_all_triton_kernel_has_full_coverage_under_either_policy(pool):
         assert report.coverage == 1.0 and report.library_calls == []
 
 
-HACKS = [c for c in zoo_cases() if c.verdict != "correct" and set(c.rules) != {"TRI302"}]
+# the cases refused for PyTorch doing the work or a name not known to be allowed, which hybrid accepts
+HACKS = [c for c in zoo_cases() if c.verdict != "correct" and not set(c.rules) <= HYBRID_ALLOWS]
 
 
 def test_hybrid_still_refuses_every_honesty_hack(pool):
-    """Every zoo case that fails for something other than PyTorch compute alone gets the same verdict."""
+    """Every zoo case that fails for something other than what hybrid accepts gets the same verdict."""
     assert len(HACKS) >= 30
     reports = pool.verify_many(
         [(c.task, c.candidate) for c in HACKS], trials=2, timeout=20, memory_limit=2**30, policy="hybrid"

@@ -67,7 +67,7 @@ class Slot:
         self.channel = Channel.create(CHANNEL_SLOT_BYTES.get(device, CHANNEL_SLOT_BYTES["cuda"]))
         fds = [self.channel.fd]
         self.reference = ZygoteHandle(f"ref-{index}", base, device, isolate, [str(cache_dir)], fds, gpu)
-        self.candidate = ZygoteHandle(f"cand-{index}", base, device, isolate, pass_fds=fds, gpu=gpu)
+        self.candidate = ZygoteHandle(f"cand-{index}", base, device, isolate, pass_fds=fds, gpu=gpu, role="candidate")
 
     def stop(self) -> None:
         try:

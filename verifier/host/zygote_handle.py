@@ -61,7 +61,8 @@ class JobOutcome:
 
 class ZygoteHandle:
     """A sandboxed zygote with its own scratch; runs one job at a time. `pass_fds` stay open in the zygote and
-    its jobs (the slot's output channel); `writable` host directories are bound into its sandbox read-write."""
+    its jobs (the slot's output channel); `writable` host directories are bound into its sandbox read-write;
+    `role` (reference or candidate) says whose jobs it runs, and so what it warms up."""
 
     def __init__(
         self,
@@ -72,8 +73,10 @@ class ZygoteHandle:
         writable: Iterable[str] = (),
         pass_fds: Iterable[int] = (),
         gpu: str | None = None,
+        role: str = "reference",
     ):
         self.name = name
+        self.role = role
         self.gpu = gpu
         self.pass_fds = tuple(pass_fds)
         self.base = base
@@ -186,6 +189,7 @@ class ZygoteHandle:
             self.group.set_limit(None)
         scratch = isolation.scratch_for(self.isolate, self.host_scratch)
         program = [sys.executable, "-m", "verifier.sandbox.zygote", "--scratch", scratch, "--device", self.device]
+        program += ["--role", self.role]
         launch = isolation.prepare(
             program,
             device=self.device,

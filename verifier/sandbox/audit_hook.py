@@ -1,8 +1,8 @@
 """The candidate's process refuses, from before the candidate's module loads, the operations that reach past
 Python's object model into the process itself: calling native code through ctypes, walking the garbage
 collector's object lists, taking frames from generators and tracebacks or every thread's stack, tracing, setting
-a function's code, starting processes (but the compilers Triton runs), and opening another process's memory or
-descriptors through /proc.
+a function's code, starting processes (but those Triton's and torch's own code starts: ptxas, the C compiler for
+Triton's launchers, ldconfig), and opening another process's memory or descriptors through /proc.
 
 This is CPython's audit hook (PEP 578): once added it cannot be removed from Python, and it sees these operations
 however the code reached them. The static allowlist (`audit/anti_hacking.py`) refuses the names that lead
@@ -14,6 +14,7 @@ call (formatting a traceback reads frames).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import re
 import sys
@@ -32,10 +33,17 @@ REFUSED = frozenset(
 )  # fmt: skip
 FRAME_ATTRIBUTES = frozenset({"gi_frame", "cr_frame", "ag_frame", "tb_frame", "f_back"})
 PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn"})
+# whose code may start processes and read traceback frames: Triton's and torch's own (ptxas, the C compiler for
+# launchers, ldconfig, `file`; a compile error's traceback)
+LIBRARY_DIRS = tuple(
+    folder + os.sep
+    for module in ("triton", "torch")
+    if (spec := importlib.util.find_spec(module)) is not None and spec.origin
+    for folder in dict.fromkeys([os.path.dirname(spec.origin), os.path.dirname(os.path.realpath(spec.origin))])
+)
+STANDARD_LIBRARY = os.path.dirname(os.__file__) + os.sep
 SET_EVENTS = frozenset({"object.__setattr__", "object.__delattr__"})
 SWAPPED = frozenset({"__code__"})  # a function made to run other code (lazy imports in torch set __class__, __bases__)
-# what Triton itself starts on a GPU: ptxas and friends for each kernel, a C compiler for its launchers, ldconfig
-TOOLS = frozenset({"ptxas", "cuobjdump", "nvdisasm", "cc", "gcc", "clang", "ldconfig", "ldconfig.real"})
 PROC_FILE = re.compile(r"^/proc/(self|thread-self|\d+)/(task/\d+/)?(mem|fd|fdinfo|map_files|environ|root|cwd)\b")
 
 
@@ -56,14 +64,27 @@ class AuditHook:
             self.suspended_depth -= 1
 
 
-def install(record: Callable[[str], None], compilers: bool) -> AuditHook:
-    """Add the hook to this process (for good); `record` is told, once per refusal, what was refused.
-    `compilers`: Triton may start its tools (on a GPU; in the CPU interpreter it starts none)."""
+def install(record: Callable[[str], None]) -> AuditHook:
+    """Add the hook to this process (for good); `record` is told, once per refusal, what was refused."""
     state = AuditHook(record)
     refused, frame_attributes, process_events = REFUSED, FRAME_ATTRIBUTES, PROCESS_EVENTS
-    tools = TOOLS if compilers else frozenset()
+    library, standard, frame_of = LIBRARY_DIRS, STANDARD_LIBRARY, sys._getframe
     set_events, swapped, proc_file = SET_EVENTS, SWAPPED, PROC_FILE
-    basename, fsdecode, exception = os.path.basename, os.fsdecode, PermissionError
+    fsdecode, exception = os.fsdecode, PermissionError
+
+    def by_library() -> bool:
+        """Whether the nearest caller outside the standard library is Triton's or torch's own code: Triton runs
+        its compilers and formats the traceback of a kernel that failed to compile. (The candidate's own call,
+        even through `platform`, `subprocess` or `traceback`, is not.)"""
+        frame = frame_of(2)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename.startswith(library):
+                return True
+            if not filename.startswith(standard) and filename.startswith("/"):
+                return False
+            frame = frame.f_back
+        return False
 
     def hook(event: str, args: tuple) -> None:
         if state.suspended_depth:
@@ -71,14 +92,13 @@ def install(record: Callable[[str], None], compilers: bool) -> AuditHook:
         what = None
         if event in refused:
             what = event
-        elif event == "object.__getattr__" and len(args) > 1 and args[1] in frame_attributes:
+        elif event == "object.__getattr__" and len(args) > 1 and args[1] in frame_attributes and not by_library():
             what = f"`.{args[1]}` (a frame)"
         elif event in set_events and len(args) > 1 and args[1] in swapped:
             what = f"setting `.{args[1]}`"
-        elif event in process_events:
+        elif event in process_events and not by_library():
             program = args[0] if args and args[0] else (args[1][0] if len(args) > 1 and args[1] else "")
-            if not isinstance(program, str | bytes) or basename(fsdecode(program)) not in tools:
-                what = f"starting the process {program!r}"[:200]
+            what = f"starting the process {program!r}"[:200]
         elif event == "open" and args and isinstance(args[0], str | bytes) and proc_file.match(fsdecode(args[0])):
             what = f"opening {fsdecode(args[0])}"[:200]
         if what is not None:

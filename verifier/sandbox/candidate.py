@@ -67,9 +67,7 @@ class Watch:
     def __init__(self, device: torch.device):
         self.interpreter = device.type == "cpu"
         self.violations: list[Violation] = []
-        self.hook = audit_hook.install(
-            lambda what: self.flag("TRI361", f"the sandbox refused {what}"), compilers=not self.interpreter
-        )
+        self.hook = audit_hook.install(lambda what: self.flag("TRI361", f"the sandbox refused {what}"))
         self.launches = launch_hook.install(self.interpreter)
         self.work = TorchWork()
         self.torch_ops: list[dict] = []
@@ -100,6 +98,13 @@ class Watch:
         if replaced or not launch_hook.still_installed(self.launches, self.interpreter):
             what = ", ".join(replaced) or "the Triton launch hook"
             self.flag("TRI356", f"the candidate replaced {what}")
+
+
+def warm_up() -> None:
+    """Use the record of PyTorch's work once, on the CPU: its first use imports what every later use needs. Nothing
+    here starts a thread or touches a GPU, so the zygote that calls it stays safe to fork."""
+    with TorchWork():
+        torch.ones(2) + 1
 
 
 def _count_thread_starts(started: list[str]) -> None:

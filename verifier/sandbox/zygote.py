@@ -61,10 +61,12 @@ def main(argv: list[str] | None = None) -> None:
     import torch  # noqa: F401  (warm import, shared with every forked child)
     import triton  # noqa: F401
 
-    from verifier.sandbox import harness  # noqa: F401
+    from verifier.sandbox import harness
 
     if args.device.startswith("cuda"):
         _warm_gpu_imports()
+    if args.role == "candidate":
+        harness.warm_up_candidate_side()
 
     ready: Ready = {"ready": True, "pid": os.getpid()}
     protocol_out.write(json.dumps(ready) + "\n")
@@ -327,6 +329,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m verifier.sandbox.zygote")
     parser.add_argument("--scratch")
     parser.add_argument("--device", default="cpu", help="the device the jobs use (cuda warms GPU-only imports)")
+    parser.add_argument(
+        "--role", choices=["reference", "candidate"], default="reference", help="whose jobs this zygote runs"
+    )
     parser.add_argument("--run-job", metavar="JOB_FILE", help="run this one job here and exit (no zygote)")
     args = parser.parse_args(argv)
     if not args.run_job and not args.scratch:
