@@ -224,6 +224,7 @@ class _Scope:
     context: str
     function: str
     locals: set[str] = field(default_factory=set)
+    enclosing: set[str] = field(default_factory=set)  # an enclosing function's names: state that outlives a call
     tensors: set[str] = field(default_factory=set)  # names certainly bound to tensors
     sizes: set[str] = field(default_factory=set)  # names certainly bound to Python numbers, sizes or shapes
     host_values: set[str] = field(default_factory=set)  # numbers read out of tensors (`.item()`)
@@ -313,12 +314,17 @@ class _Checker:
         by the harness), and whatever such code names, transitively."""
         owners = [f for f in self.functions.values() if f.name not in self.kernels]
         owners += [i for c in self.classes.values() for i in c.body if isinstance(i, FUNCTION_NODES)]
-        names = {id(f): set(_names_used(self.index.subtree(f))) for f in owners}
-        named = set(_names_used(self.index.nodes))
+        inside = {id(f): _names_used(self.index.subtree(f)) for f in owners}
+        names = {key: set(used) for key, used in inside.items()}
+        everywhere = _names_used(self.index.nodes)
+        # named outside every function body (a class attribute `forward = helper`, a decorator, a module constant):
+        # such a value may be called at any time
+        outside = {name for name, count in everywhere.items() if count > sum(u.get(name, 0) for u in inside.values())}
         by_name: dict[str, list] = {}
         for function in owners:
             by_name.setdefault(function.name, []).append(function)
-        runtime = [f for f in owners if f.name != "__init__" and (f.name not in named or f.name == "forward")]
+        entry = {name for name in (f.name for f in owners) if name not in everywhere or name in outside}
+        runtime = [f for f in owners if f.name != "__init__" and (f.name in entry or f.name == "forward")]
         seen = {id(f) for f in runtime}
         while runtime:
             budget.check()
@@ -488,8 +494,13 @@ class _Checker:
             self._arithmetic(stmt, [stmt.target, stmt.value], scope)
 
     def _is_shared_state(self, root: str | None, scope: _Scope) -> bool:
-        """`self`, a class or a module-level name: anything that outlives one call."""
-        if root is None or (root in scope.locals and root != "self"):
+        """`self`, a class, a module-level name, an enclosing function's name (a closure), or what `type(...)` or
+        `super()` lead to: anything that outlives one call."""
+        if root is None:
+            return False
+        if root in scope.enclosing or root in {"type", "super"}:
+            return root not in scope.locals
+        if root in scope.locals and root != "self":
             return False
         return root == "self" or root in self.module_names or root in self.aliases
 
@@ -505,14 +516,16 @@ class _Checker:
         if node.name in {"__torch_function__", "__torch_dispatch__"}:
             self._add("TRI308", node, f"`{node.name}` intercepts PyTorch operations")
         context = CONSTRUCTION if id(node) in self.construction_only else RUNTIME
-        if outer.context == RUNTIME:  # a function made while forward runs runs then too
+        if outer.function != MODULE:  # a function made inside another is a value that may run at any time
             context = RUNTIME
-        scope = _Scope(context, node.name, _enclosed(outer))
+        scope = _Scope(context, node.name, set(), _enclosed(outer) | outer.enclosing)
         arguments = node.args
         params = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
         params += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
         for default in [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]:
             self._expression(default, scope)  # a default is used where the function runs
+            if context == RUNTIME and _mutable(default):
+                self._add("TRI310", default, f"a mutable default argument keeps state between calls (in `{node.name}`)")
         for arg in params:
             if arg.annotation is not None:
                 self._expression(arg.annotation, _Scope(CONSTRUCTION, node.name, set(scope.locals)))
@@ -539,13 +552,17 @@ class _Checker:
         for decorator in node.decorator_list:
             if self._resolve(decorator) not in {"dataclasses.dataclass"}:
                 self._expression(decorator, outer)
-        scope = _Scope(CONSTRUCTION, node.name, _enclosed(outer))
+        scope = _Scope(CONSTRUCTION, node.name, set(), _enclosed(outer) | outer.enclosing)
         for item in node.body:
             if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
                 if _is_dunder(item.name) and item.name not in {"__init__", "__repr__"}:
                     self._add("TRI306", item, f"defining `{item.name}` changes how Python treats the object")
                 self._function(item, outer)
             elif isinstance(item, ast.Expr | ast.Assign | ast.AnnAssign | ast.Pass):
+                targets = item.targets if isinstance(item, ast.Assign) else [getattr(item, "target", None)]
+                for target in targets:
+                    if isinstance(target, ast.Name) and _is_dunder(target.id) and target.id not in ALLOWED_DUNDERS:
+                        self._add("TRI306", target, f"setting `{target.id}` changes how Python treats the object")
                 self._statement(item, scope, top=False)
             else:
                 self._add("TRI317", item, f"a `{type(item).__name__}` statement in a class body is not allowed")
@@ -568,7 +585,7 @@ class _Checker:
             elif kind is ast.Compare:
                 self._arithmetic(node, [node.left, *node.comparators], scope)
             elif kind is ast.Lambda:
-                inner = _Scope(scope.context, scope.function, set(scope.locals) | _lambda_params(node))
+                inner = _Scope(RUNTIME, scope.function, _lambda_params(node), _enclosed(scope) | scope.enclosing)
                 self._expression(node.body, inner)
             elif kind in (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
                 scope.locals |= {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
@@ -581,17 +598,13 @@ class _Checker:
         name = node.id
         if not isinstance(node.ctx, ast.Load):
             return
-        if name == "__builtins__" or (name in DYNAMIC_BUILTINS and name not in scope.locals):
+        bound = name in scope.locals or name in scope.enclosing
+        if name == "__builtins__" or (name in DYNAMIC_BUILTINS and not bound):
             self._add("TRI305", node, f"`{name}` runs or reaches code the verifier cannot check")
         elif name in self.aliases and id(node) not in self.reported:
             resolved = self.aliases[name]
             self._judge_path(node, resolved, scope, called=False)
-        elif (
-            name not in scope.locals
-            and name not in self.module_names
-            and hasattr(builtins, name)
-            and name not in SAFE_BUILTINS
-        ):
+        elif not bound and name not in self.module_names and hasattr(builtins, name) and name not in SAFE_BUILTINS:
             self._add("TRI317", node, f"the builtin `{name}` is not known to be allowed in a candidate")
 
     def _attribute(self, node: ast.Attribute, scope: _Scope) -> None:
@@ -661,7 +674,8 @@ class _Checker:
         method = func.attr
         owner = func.value
         root = _root_name(owner)
-        if scope.context == RUNTIME and method in MUTATING_METHODS and self._is_shared_state(root, scope):
+        mutating = method in MUTATING_METHODS or (method.endswith("_") and not method.startswith("_"))
+        if scope.context == RUNTIME and mutating and self._is_shared_state(root, scope):
             if root not in self.aliases:
                 self._add(
                     "TRI310", node, f"`.{method}()` on `{root}` keeps state between calls (in `{scope.function}`)"
@@ -988,6 +1002,13 @@ def _constant(node: ast.AST) -> bool:
     if isinstance(node, ast.Tuple | ast.List):
         return all(_constant(e) for e in node.elts)
     return False
+
+
+def _mutable(node: ast.AST) -> bool:
+    """A literal or constructor of a container that a function's later calls would share."""
+    if isinstance(node, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
+        return True
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"list", "dict", "set"}
 
 
 def _annotated_tensor(arg: ast.arg) -> bool:

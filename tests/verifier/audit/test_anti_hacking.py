@@ -36,6 +36,23 @@ k[(triton.cdiv(x.numel(), 128),)](x, out, x.numel(), BLOCK=128)
 return out
 """
 
+# state kept in a closure made at construction, and a forward bound from a module-level function
+CLOSURE = textwrap.dedent(
+    """
+    def _make():
+        seen = []
+        def f(t):
+            seen.append(t)
+            return t
+        return f
+
+
+    remember = _make()
+    """
+)
+LAUNCH_FN = "def _fwd(self, x):\n    _SEEN.append(x)\n    return x\n\n\n_SEEN = []"
+BOUND_FORWARD = "    forward = _fwd\n\n    def unused(self, x):"
+
 CASES = {
     "TRI302": [
         candidate("return torch.relu(x)"),
@@ -55,6 +72,7 @@ CASES = {
     "TRI306": [
         candidate("t = x.__class__\n" + LAUNCH),
         candidate("g = (lambda: (yield))()\nf = g.gi_frame\n" + LAUNCH),
+        candidate(LAUNCH).replace("class ModelNew(nn.Module):\n", "class ModelNew(nn.Module):\n    __call__ = None\n"),
     ],
     "TRI307": [candidate(LAUNCH, extra="torch.cuda.synchronize = lambda: None")],
     "TRI308": [candidate(LAUNCH, extra="class Lazy(torch.Tensor):\n    pass")],
@@ -65,6 +83,13 @@ CASES = {
         candidate("_SEEN.append(x)\n" + LAUNCH, extra="_SEEN = []"),
         candidate("global _N\n" + LAUNCH, extra="_N = 0"),
         candidate(LAUNCH, extra="import functools\n\n@functools.lru_cache\ndef grid(n):\n    return (n,)"),
+        candidate(LAUNCH).replace("def forward(self, x):", "def forward(self, x, _seen={}):"),
+        candidate("self.buf.copy_(x)\n" + LAUNCH),
+        candidate("type(self).cache.update(last=x)\n" + LAUNCH),
+        candidate("return remember(x)", extra=CLOSURE),
+        candidate(LAUNCH, extra=LAUNCH_FN).replace(
+            "    def forward(self, x):", "    forward = _fwd\n\n    def unused(self, x):"
+        ),
     ],
     "TRI311": [candidate("torch.manual_seed(0)\n" + LAUNCH)],
     "TRI312": [candidate(LAUNCH, extra="torch.backends.cuda.matmul.allow_tf32 = True")],
