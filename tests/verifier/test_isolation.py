@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 import uuid
@@ -243,3 +245,33 @@ def test_the_environment_is_an_allowlist(secrets):
     env = isolation.environment_for("/tmp", "cpu", None, ["/somewhere"], {"EXTRA": "1"})
     assert not set(secrets) & set(env)
     assert env["HOME"] == env["TMPDIR"] == "/tmp" and env["PYTHONSAFEPATH"] == "1" and env["EXTRA"] == "1"
+
+
+def test_code_bound_under_tmp_stays_importable_and_nothing_writable_does():
+    """Inside the sandbox /tmp is the scratch tmpfs, and a checkout or virtual environment under the host's /tmp is
+    bound into it read-only. The zygote keeps such a directory on `sys.path`, but drops the writable directories
+    around it and any entry that does not exist yet: a job could plant a module there for a later job to import."""
+    root = Path(tempfile.mkdtemp(prefix="tritonize-code-", dir="/tmp"))
+    try:
+        library = root / "lib"
+        library.mkdir()
+        (library / "bound_module.py").write_text("VALUE = 'bound'\n")
+        missing = f"/tmp/not-made-yet-{uuid.uuid4().hex}"
+        script = (
+            "import json, sys\n"
+            f"sys.path += [{str(library)!r}, {str(root)!r}, {missing!r}]\n"
+            "from verifier.sandbox.zygote import _confine_self\n"
+            "_confine_self('/tmp')\n"
+            "import bound_module\n"
+            "print(json.dumps({'path': sys.path, 'value': bound_module.VALUE}))\n"
+        )
+        launch = isolation.prepare(
+            [sys.executable, "-c", script], device="cpu", host_scratch=root / "scratch", readonly=[str(library)]
+        )
+        done = isolation.run_limited(launch, Limits(120, 2**31))
+    finally:
+        shutil.rmtree(root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["value"] == "bound" and str(library) in found["path"]
+    assert str(root) not in found["path"] and missing not in found["path"] and "/tmp" not in found["path"]

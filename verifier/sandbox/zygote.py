@@ -86,16 +86,23 @@ def main(argv: list[str] | None = None) -> None:
 def _confine_self(scratch: str) -> None:
     """Before anything else runs here: orphans of this process's children come back to it (so none slips out
     of its tree), it is not dumpable (its children cannot read its memory or descriptors through /proc), and
-    nothing in the scratch directory, where the candidate writes, can be imported."""
+    nothing the candidate can write to can be imported."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     here = os.path.realpath(os.getcwd())
-    sys.path[:] = [
-        p
-        for p in sys.path
-        if p and os.path.realpath(p) not in (here, scratch) and not os.path.realpath(p).startswith(scratch + os.sep)
-    ]
+    sys.path[:] = [p for p in sys.path if p and _safe_to_import_from(os.path.realpath(p), here, scratch)]
+
+
+def _safe_to_import_from(path: str, here: str, scratch: str) -> bool:
+    """Whether a `sys.path` entry is out of the candidate's reach. Inside bubblewrap the scratch tmpfs is /tmp,
+    and a checkout or virtual environment under /tmp is bound read-only into it: such an entry stays, but the
+    writable directories around those binds, and anything missing (which a job could create), do not."""
+    if path == here:
+        return False
+    if path != scratch and not path.startswith(scratch + os.sep):
+        return True
+    return os.path.isdir(path) and not os.access(path, os.W_OK)
 
 
 def _warm_gpu_imports() -> None:
