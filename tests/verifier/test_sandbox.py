@@ -218,6 +218,15 @@ def test_a_forged_result_is_not_believed_without_the_outputs(pool):
     assert report.verdict in {"incorrect", "crashed"} and report.reward == 0, report.message
 
 
+def test_a_forged_failure_without_its_fields_is_a_crash_not_a_crashed_parent(pool):
+    """A failure result is read field by field too: one the candidate wrote without a stage or an error (and with
+    fields of the wrong types) ends as its own crash, never as an exception in the trusted parent."""
+    case = sandbox_case("forge_failure")
+    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    assert report.verdict == case.verdict and report.reward == 0, report.message
+    assert "without its stage and error" in report.message
+
+
 def test_the_scratch_directory_is_bounded_and_the_host_disk_untouched(pool):
     case = sandbox_case("disk_fill")
     before = shutil.disk_usage(tempfile.gettempdir()).used

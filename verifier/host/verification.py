@@ -482,7 +482,12 @@ class Verification:
         if problems:
             self._finish("incorrect", "; ".join(problems[:3]))
             return None
-        return _timing_summary(result["candidate"], ref)
+        timed = result.get("candidate")
+        median, trials = (timed.get(k) if isinstance(timed, dict) else None for k in ("median_ms", "trials"))
+        if not isinstance(median, int | float) or not median > 0 or not isinstance(trials, int):
+            self._finish("crashed", "the candidate crashed: its timing run reported no time")
+            return None
+        return _timing_summary(median, trials, ref)
 
     def _baseline(self, module_name: str) -> dict | None:
         """Eager and torch.compile timings of the task, measured once per task (shared by the pool's slots)."""
@@ -642,10 +647,15 @@ def _timeout_message(seconds: float, device: str) -> str:
 
 
 def _failure_verdict(result: dict, candidate: Path) -> tuple[str, str]:
-    """compile_error for failures to load or compile the candidate, runtime_error for failures while running."""
-    where = f"{candidate}:{result['line']}" if result.get("line") else str(candidate)
-    message = f"{where}: {result['stage']} failed: {result['error_type']}: {result['error']}"
-    if result["stage"] == "import" or result.get("triton_compile_error"):
+    """compile_error for failures to load or compile the candidate, runtime_error for failures while running;
+    crashed for a failure without the fields every failure carries (the candidate's process wrote it)."""
+    stage, error_type, error = (result.get(key) for key in ("stage", "error_type", "error"))
+    if not all(isinstance(field, str) for field in (stage, error_type, error)):
+        return "crashed", "the candidate crashed: its sandbox reported a failure without its stage and error"
+    line = result.get("line")
+    where = f"{candidate}:{line}" if isinstance(line, int) and not isinstance(line, bool) and line > 0 else candidate
+    message = f"{where}: {stage[:100]} failed: {error_type[:200]}: {_text(error)}"
+    if stage == "import" or result.get("triton_compile_error"):
         return "compile_error", message
     return "runtime_error", message
 
@@ -716,17 +726,16 @@ def _torch_work(value: object) -> str:
     return f"{named} in {calls} call{'s' if calls > 1 else ''}"
 
 
-def _timing_summary(candidate: dict, reference: dict) -> dict:
+def _timing_summary(cand: float, trials: int, reference: dict) -> dict:
     eager = reference["eager"]["median_ms"]
     compiled = reference.get("compiled", {}).get("median_ms")
-    cand = candidate["median_ms"]
     return {
         "candidate_ms": cand,
         "eager_ms": eager,
         "compile_ms": compiled,
-        "speedup_vs_eager": eager / cand if cand > 0 else None,
-        "speedup_vs_compile": compiled / cand if compiled and cand > 0 else None,
-        "trials": candidate["trials"],
+        "speedup_vs_eager": eager / cand,
+        "speedup_vs_compile": compiled / cand if compiled else None,
+        "trials": trials,
         "method": "cuda events, 256 MiB L2 flush before each call, median",
         "compile_error": reference.get("compile_error"),
         "reverified": False,
