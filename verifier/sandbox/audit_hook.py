@@ -14,11 +14,12 @@ call (formatting a traceback reads frames).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import re
 import sys
 from collections.abc import Callable, Iterator
+
+from verifier.sandbox.torch_work import TORCH_DIRS, TRITON_DIRS
 
 REFUSED = frozenset(
     {
@@ -35,12 +36,7 @@ FRAME_ATTRIBUTES = frozenset({"gi_frame", "cr_frame", "ag_frame", "tb_frame", "f
 PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn"})
 # whose code may start processes and read traceback frames: Triton's and torch's own (ptxas, the C compiler for
 # launchers, ldconfig, `file`; a compile error's traceback)
-LIBRARY_DIRS = tuple(
-    folder + os.sep
-    for module in ("triton", "torch")
-    if (spec := importlib.util.find_spec(module)) is not None and spec.origin
-    for folder in dict.fromkeys([os.path.dirname(spec.origin), os.path.dirname(os.path.realpath(spec.origin))])
-)
+LIBRARY_DIRS = TRITON_DIRS + TORCH_DIRS
 STANDARD_LIBRARY = os.path.dirname(os.__file__) + os.sep
 SET_EVENTS = frozenset({"object.__setattr__", "object.__delattr__"})
 SWAPPED = frozenset({"__code__"})  # a function made to run other code (lazy imports in torch set __class__, __bases__)

@@ -41,14 +41,15 @@ NOT_WORK = frozenset(
 )  # fmt: skip
 
 
-def _folders(module_file: str) -> tuple[str, ...]:
+def package_folders(module_file: str) -> tuple[str, ...]:
     """A package's folder as its code objects name it, and its real path (they differ under a symlink)."""
     folder = os.path.dirname(module_file)
     return tuple(dict.fromkeys(f + os.sep for f in (folder, os.path.realpath(folder))))
 
 
-TORCH_DIRS = _folders(torch.__file__)
-MACHINERY_DIRS = _folders(triton.__file__) + _folders(__file__)
+TORCH_DIRS = package_folders(torch.__file__)
+TRITON_DIRS = package_folders(triton.__file__)
+MACHINERY_DIRS = TRITON_DIRS + package_folders(__file__)
 PRINTING = tuple(folder + "_tensor_str.py" for folder in TORCH_DIRS)
 
 

@@ -163,7 +163,7 @@ def _child(job: Job, job_dir: str, close_fds: list[int], out: int, err: int, res
         os.setpgid(0, 0)
 
     job["result_fd"] = result_fd
-    _run_and_exit(lambda: job, result_fd, setup)
+    _run_and_exit(job, setup)
 
 
 def _collect(result_fd: int, pid: int) -> tuple[bytes | None, int]:
@@ -215,20 +215,20 @@ def _run_in_place(job_file: str) -> NoReturn:
     with open(job_file) as f:
         job: Job = json.load(f)
     job_dir = os.path.dirname(os.path.abspath(job_file))
-    _run_and_exit(lambda: job, job["result_fd"], lambda: os.chdir(job_dir))
+    _run_and_exit(job, lambda: os.chdir(job_dir))
 
 
-def _run_and_exit(job: Callable[[], Job], result_fd: int, setup: Callable[[], None]) -> NoReturn:
+def _run_and_exit(job: Job, setup: Callable[[], None]) -> NoReturn:
     code = 70
     try:
         setup()
         from verifier.sandbox import harness
 
-        harness.run_job(job())
+        harness.run_job(job)
         code = 0
     except BaseException as exc:  # the harness must report, whatever happened
         with contextlib.suppress(OSError):
-            _write_all(result_fd, json.dumps({"harness_error": f"{type(exc).__name__}: {exc}"[:2000]}).encode())
+            _write_all(job["result_fd"], json.dumps({"harness_error": f"{type(exc).__name__}: {exc}"[:2000]}).encode())
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
