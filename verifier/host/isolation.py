@@ -306,7 +306,6 @@ def bwrap_executable() -> str | None:
         return shutil.which("bwrap")
 
 
-@functools.cache
 def _bubblewrap_unusable() -> str | None:
     executable = bwrap_executable()
     if executable is None:
