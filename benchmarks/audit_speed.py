@@ -15,11 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from verifier.audit.compile_check import CompileChecker
-from verifier.audit.compile_plan import plan
-from verifier.audit.config import AuditConfig
-from verifier.audit.engine import audit_source, python_files
-from verifier.audit.source_index import SourceIndex
+from verifier.audit import AuditConfig, CompileChecker, SourceIndex, audit_source, plan, python_files
 
 ROOT = Path(__file__).resolve().parent.parent
 # Hand-written tasks and kernels (not the generated Inductor goldens), so figures stay comparable across runs.

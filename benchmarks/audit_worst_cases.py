@@ -18,8 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.verifier.audit.worst_cases import WORST_CASES  # noqa: E402
-from verifier.audit.config import AuditConfig  # noqa: E402
-from verifier.audit.engine import audit_source  # noqa: E402
+from verifier.audit import AuditConfig, audit_source  # noqa: E402
 
 
 def main() -> None:

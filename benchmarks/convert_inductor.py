@@ -21,9 +21,10 @@ import statistics
 import time
 from pathlib import Path
 
+from model_server.api import ConvertRequest
 from model_server.backends import BackendConfig, create_backend
-from model_server.loop import ConvertError, ConvertOptions, Outcome, convert
-from verifier.host.pool import VerifierPool
+from model_server.loop import ConvertError, Outcome, convert
+from verifier import VerifierPool
 
 TASKS = Path(__file__).resolve().parent / "tasks" / "published"
 HEADER = (
@@ -40,6 +41,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--policy", choices=("strict", "hybrid"), default="hybrid", help="hybrid, as the recorded runs (default)"
+    )
     parser.add_argument("--json", help="also write every row here")
     parser.add_argument("--table", nargs="+", metavar="RUN.json", help="print the table of earlier runs instead")
     args = parser.parse_args()
@@ -55,7 +59,7 @@ def main() -> None:
     if missing:
         parser.error(f"no such task: {', '.join(missing)} (names are files of {TASKS})")
     backend = create_backend(BackendConfig("inductor"))
-    options = ConvertOptions(samples=args.samples, rounds=args.rounds, trials=args.trials)
+    options = {"samples": args.samples, "rounds": args.rounds, "trials": args.trials, "policy": args.policy}
     rows = []
     print(HEADER)
     with VerifierPool(size=args.workers, device=args.device) as pool:
@@ -73,11 +77,13 @@ def _task_path(name: str) -> Path:
     return path if path.suffix == ".py" else TASKS / f"{name}.py"
 
 
-def _convert(path: Path, backend, pool: VerifierPool, options: ConvertOptions) -> dict:
+def _convert(path: Path, backend, pool: VerifierPool, options: dict) -> dict:
     started = time.perf_counter()
     phases: list[tuple[float, str]] = []
+    name = path.stem if path.stem.isidentifier() else "task"
+    request = ConvertRequest(task=path.read_text(), task_name=name, **options)
     try:
-        outcome = convert(path, backend, pool, options, emit=lambda e: phases.append((time.perf_counter(), e["text"])))
+        outcome = convert(request, backend, pool, lambda e: phases.append((time.perf_counter(), e["text"])))
     except ConvertError as exc:
         return {"task": path.stem, "verdict": "refused", "error": str(exc), "seconds": time.perf_counter() - started}
     row = {"task": path.stem, "seconds": time.perf_counter() - started, **_chosen(outcome)}

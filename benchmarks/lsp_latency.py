@@ -21,8 +21,7 @@ from audit_speed import CORPUS, two_thousand_lines  # the sibling script (run as
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from verifier.audit.config import AuditConfig
-from verifier.audit.engine import python_files
+from verifier.audit import AuditConfig, python_files
 
 ROOT = Path(__file__).resolve().parent.parent
 URI = "file:///bench/big_kernels.py"

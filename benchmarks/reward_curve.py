@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from training import grpo, jsonl, models, synth  # noqa: E402
+from training import grpo, jsonl, runs, synth  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", type=Path, help="a training.grpo run directory")
     parser.add_argument("--plot", type=Path, help="where to write the plot (default: RUN/reward_curve.png)")
     args = parser.parse_args(argv)
-    log = args.run / models.LOG
+    log = args.run / runs.LOG
     if not log.is_file():
         print(f"reward_curve.py: {log} does not exist: is {args.run} a training.grpo run directory?", file=sys.stderr)
         return 2

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from training import jsonl  # noqa: E402
 from training.rewards import VerifierRewards  # noqa: E402
-from verifier.host.pool import VerifierPool  # noqa: E402
+from verifier import VerifierPool  # noqa: E402
 
 PHASES = ("total_s", "candidate_s", "timing_s")
 
@@ -84,14 +84,11 @@ def run_row(pairs: list[dict], workers: int, args: argparse.Namespace) -> dict:
         rewards = VerifierRewards(pool, "autotriton", workers, args.trials, timing=args.timing, log=log)
         batches, scores = [], []
         started = time.perf_counter()
-        try:
-            for start in range(0, len(replies), args.batch):
-                batch_started = time.perf_counter()
-                chunk = slice(start, start + args.batch)
-                scores += asyncio.run(rewards.correct(None, replies[chunk], tasks[chunk]))
-                batches.append(time.perf_counter() - batch_started)
-        finally:
-            rewards.close()
+        for start in range(0, len(replies), args.batch):
+            batch_started = time.perf_counter()
+            chunk = slice(start, start + args.batch)
+            scores += asyncio.run(rewards.correct(None, replies[chunk], tasks[chunk]))
+            batches.append(time.perf_counter() - batch_started)
         seconds = time.perf_counter() - started
         device = pool.device
     phases = [line["phases"] for line in jsonl.read(log)]

@@ -23,8 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from training.eval import recorded_samples  # noqa: E402
 from training.rewards import passed  # noqa: E402
-from verifier.errors import TaskError  # noqa: E402
-from verifier.host.pool import VerifierPool  # noqa: E402
+from verifier import Task, TaskError, VerifierPool  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,8 +58,8 @@ def again(samples: list[dict], args: argparse.Namespace) -> list[dict]:
             started = time.monotonic()
             try:
                 report = pool.verify(
-                    sample["task"],
-                    sample["candidate"],
+                    Task.from_file(sample["task"]),
+                    Path(sample["candidate"]).read_text(),
                     trials=args.trials,
                     timeout=args.timeout,
                     policy="strict",

@@ -27,9 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verifier import VerifierPool, procs  # noqa: E402
-from verifier.device import DEVICES, resolve_device  # noqa: E402
-from verifier.sandbox.task_code import load_module  # noqa: E402
+from verifier import DEVICES, Task, VerifierPool, load_module, procs, resolve_device  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 PUBLISHED = ROOT / "benchmarks" / "tasks" / "published"
@@ -43,7 +41,7 @@ def cold_runs(device: str, repeats: int) -> list[dict]:
     for _ in range(repeats):
         started = time.perf_counter()
         with VerifierPool(size=1, device=device) as pool:
-            report = pool.verify(FIXTURES / "tasks/add.py", FIXTURES / "candidates/add_ok.py")
+            report = pool.verify(*_pair(FIXTURES / "tasks/add.py", FIXTURES / "candidates/add_ok.py"))
         wall = time.perf_counter() - started
         if report.verdict != "correct":
             raise SystemExit(f"benchmark candidate failed: {report.verdict}: {report.message}")
@@ -51,8 +49,13 @@ def cold_runs(device: str, repeats: int) -> list[dict]:
     return rows
 
 
+def _pair(task: Path, candidate: Path) -> tuple[Task, str]:
+    return Task.from_file(task), candidate.read_text()
+
+
 def throughput(device: str, pool_size: int, count: int) -> dict:
-    pairs = [(FIXTURES / f"tasks/{op}.py", FIXTURES / f"candidates/{op}_ok.py") for op in (ELEMENTWISE * count)[:count]]
+    ops = (ELEMENTWISE * count)[:count]
+    pairs = [_pair(FIXTURES / f"tasks/{op}.py", FIXTURES / f"candidates/{op}_ok.py") for op in ops]
     started = time.perf_counter()
     with VerifierPool(size=pool_size, device=device) as pool:
         warm = pool.verify_many(pairs[: pool_size * len(ELEMENTWISE)])
@@ -113,7 +116,7 @@ def published(device: str, names: list[str]) -> list[dict]:
             for run in ("first", "again"):
                 started = time.perf_counter()
                 with PeakMemory() as memory:
-                    report = pool.verify(task, PUBLISHED / "triton" / task.name, timeout=300)
+                    report = pool.verify(*_pair(task, PUBLISHED / "triton" / task.name), timeout=300)
                 timing = report.timing or {}
                 rows.append(
                     {

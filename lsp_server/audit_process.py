@@ -17,8 +17,7 @@ import struct
 import sys
 from pathlib import Path
 
-from verifier.audit.config import AuditConfig
-from verifier.audit.engine import SourceAudit, audit
+from verifier.audit import AuditConfig, SourceAudit, audit
 
 MEMORY_LIMIT = 4 * 2**30  # address space of the worker: a pathological file fails its audit, not the machine
 SLACK_SECONDS = 30.0  # beyond the audit's own time budget (which the rules check cooperatively) before a kill

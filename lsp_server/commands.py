@@ -18,10 +18,10 @@ from pygls.uris import to_fs_path
 from lsp_server import placement, task_source
 from lsp_server.errors import CommandError
 from lsp_server.progress import work_done
-from lsp_server.session import Report, Session
+from lsp_server.session import OnProgress, Session
 from lsp_server.settings import Settings
 from model_server import api
-from verifier.report import passes
+from verifier import passes
 
 CONVERT = "tritonize.convert"
 APPLY = "tritonize.applyProposal"
@@ -40,11 +40,11 @@ async def convert(session: Session, args: dict[str, Any]) -> dict[str, Any]:
     task = task_source.build_task(snapshot.source, snapshot.tree, target)
     settings = await session.load_settings(uri)
     async with (
-        work_done(session, f"Converting {target.name} to Triton") as report,
-        await session.model_client(settings, report) as client,
+        work_done(session, f"Converting {target.name} to Triton") as on_progress,
+        await session.model_client(settings, on_progress) as client,
     ):
         body = _convert_body(task, _module_name(uri), settings)
-        done, failures = await _stream(client.convert(body), report, settings)
+        done, failures = await _stream(client.convert(body), on_progress, settings)
     if done is None or done["best"] is None:
         reason = failures[-1] if failures else (done or {}).get("stopped", "the stream ended early")
         session.tell(f"tritonize: no correct Triton kernel for {target.name} ({reason})", types.MessageType.Warning)
@@ -118,10 +118,10 @@ async def verify(session: Session, args: dict[str, Any]) -> dict[str, Any]:
     task = task_source.build_task(task_text, tree, target)
     settings = await session.load_settings(uri)
     async with (
-        work_done(session, f"Verifying {_name(uri)} against {name}") as report,
-        await session.model_client(settings, report) as client,
+        work_done(session, f"Verifying {_name(uri)} against {name}") as on_progress,
+        await session.model_client(settings, on_progress) as client,
     ):
-        report("running the candidate and the task in the sandbox", None)
+        on_progress("running the candidate and the task in the sandbox", None)
         result = await client.verify(task, snapshot.source, trials=settings.trials, policy=settings.policy)
     verdict = result.get("verdict")
     passed = passes(verdict, result.get("reward", 0), result.get("policy", "strict"))
@@ -131,16 +131,17 @@ async def verify(session: Session, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _convert_body(task: str, module: str, settings: Settings) -> dict[str, Any]:
-    return {
-        "task": task,
-        "task_name": module,
-        "backend": settings.backend,
-        "model": settings.model,
-        "samples": settings.samples,
-        "rounds": settings.rounds,
-        "trials": settings.trials,
-        "policy": settings.policy,
-    }
+    request = api.ConvertRequest(
+        task=task,
+        task_name=module,
+        backend=settings.backend,
+        model=settings.model,
+        samples=settings.samples,
+        rounds=settings.rounds,
+        trials=settings.trials,
+        policy=settings.policy,
+    )
+    return request.to_body()
 
 
 def _place(
@@ -162,7 +163,7 @@ REFUSED_HYBRID = (
 )
 
 
-async def _stream(events, report: Report, settings: Settings) -> tuple[api.Done | None, list[str]]:
+async def _stream(events, on_progress: OnProgress, settings: Settings) -> tuple[api.Done | None, list[str]]:
     """Follow the conversion's events; each one's text is a progress line."""
     expected = max(settings.samples * settings.rounds, 1)
     done, failures, seen = None, [], 0
@@ -173,7 +174,7 @@ async def _stream(events, report: Report, settings: Settings) -> tuple[api.Done 
             if settings.policy == "strict" and event.get("policy") == "hybrid" and event.get("verdict") == "correct":
                 failures.append(REFUSED_HYBRID)
         if event.get("text"):
-            report(event["text"], min(99, 100 * seen // expected))
+            on_progress(event["text"], min(99, 100 * seen // expected))
         if kind == "error":
             failures.append(event.get("message", "error"))
         if kind == "done":

@@ -8,8 +8,7 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from lsp_server.snapshot import Snapshot
-from verifier.findings import Finding
-from verifier.rules import docs_url
+from verifier import Finding, docs_url
 
 SEVERITY = {
     "error": types.DiagnosticSeverity.Error,

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from lsp_server.errors import ModelServerError
 from lsp_server.settings import Settings
 from model_server.api import LOOPBACK_HOSTS
-from verifier.cache import cache_dir
+from verifier import cache_dir
 
 START_TIMEOUT = 180.0
 

@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 
 from lsprotocol import types
 
-from lsp_server.session import Report, Session
+from lsp_server.session import OnProgress, Session
 
 
 @contextlib.asynccontextmanager
-async def work_done(session: Session, title: str) -> AsyncIterator[Report]:
-    """Begin a progress bar titled `title`; yields `report(message, percentage)`; ends it however work ends."""
+async def work_done(session: Session, title: str) -> AsyncIterator[OnProgress]:
+    """Begin a progress bar titled `title`; yields `on_progress(message, percentage)`; ends it however work ends."""
     if not session.client.work_done_progress:
         yield lambda message, percentage=None: None
         return
@@ -30,12 +30,12 @@ async def work_done(session: Session, title: str) -> AsyncIterator[Report]:
     progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True, percentage=0))
     last = ["done"]
 
-    def report(message: str, percentage: int | None = None) -> None:
+    def on_progress(message: str, percentage: int | None = None) -> None:
         last[0] = message
         progress.report(token, types.WorkDoneProgressReport(message=message, percentage=percentage))
 
     try:
-        yield report
+        yield on_progress
     except asyncio.CancelledError:
         last[0] = "cancelled"
         raise

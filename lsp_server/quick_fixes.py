@@ -6,7 +6,7 @@ from lsprotocol import types
 
 from lsp_server.diagnostics import to_range
 from lsp_server.snapshot import ClientFeatures, Snapshot
-from verifier.findings import Finding
+from verifier import Finding
 
 
 def code_actions(snapshot: Snapshot, wanted: types.Range) -> list[types.CodeAction]:

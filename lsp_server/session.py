@@ -27,18 +27,15 @@ from lsp_server.local_server import LocalServer
 from lsp_server.placement import Proposal
 from lsp_server.settings import Settings, parse_settings
 from lsp_server.snapshot import ClientFeatures, Snapshot
-from verifier.audit.compile_check import CompileChecker
-from verifier.audit.config import AuditConfig, ConfigError, load_config
-from verifier.audit.engine import KernelSpan
-from verifier.findings import Finding
+from verifier import Finding
+from verifier.audit import AuditConfig, CompileChecker, ConfigError, KernelSpan, load_config
 
 if TYPE_CHECKING:
     from lsp_server.model_client import ModelClient  # imported on first use: httpx is slow to load
 
 MAX_PROPOSALS = 8
 
-Report = Callable[[str, int | None], None]
-"""Progress: `report(message, percentage)`."""
+OnProgress = Callable[[str, int | None], None]  # a progress line, and a percentage where known
 
 
 @dataclass
@@ -186,7 +183,7 @@ class Session:
 
     # ------------------------------------------------------------ the model server
 
-    async def model_client(self, settings: Settings, report: Report) -> ModelClient:
+    async def model_client(self, settings: Settings, on_progress: OnProgress) -> ModelClient:
         """A client for a server that answers /health, starting a local one when allowed."""
         from lsp_server.model_client import ModelClient  # httpx loads on first use, not at start-up
 
@@ -199,7 +196,7 @@ class Session:
                 f"the model server at {settings.server_url} is not reachable; start it with `tritonize serve` "
                 "or set tritonize.autoStart to true"
             )
-        report(f"starting the model server (tritonize serve, {settings.backend} backend)", None)
+        on_progress(f"starting the model server (tritonize serve, {settings.backend} backend)", None)
         try:
             await self.local.start(settings, client.healthy)
         except ModelServerError:

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from model_server.api import DEFAULT_URL
-from verifier.audit.config import TARGET_PATTERN
-from verifier.device import DEVICES
-from verifier.options import POLICIES
+from verifier import DEVICES, POLICIES
+from verifier.audit import TARGET_PATTERN
 
 PLACEMENTS = ("new_file", "below", "replace")
 AUDIT_KEYS = ("ignore", "select")

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from verifier.audit.engine import KernelSpan
-from verifier.findings import Finding
+from verifier import Finding
+from verifier.audit import KernelSpan
 
 
 @dataclass(frozen=True)

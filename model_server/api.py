@@ -1,19 +1,111 @@
-"""The HTTP API's contract, shared by the server and its clients: the default address and the `/v1/convert`
-events (docs/ARCHITECTURE.md, "The HTTP API").
+"""The HTTP API's contract, shared by the server and its clients: the default address, the one conversion
+request and the `/v1/convert` events (docs/ARCHITECTURE.md, "The HTTP API").
 
 Standard library only, so a client (the language server) can import it without the server's dependencies.
-Every event carries `text`, the one line `describe` makes of it, so the command line, the language server
-and any other client print the same progress.
+`ConvertRequest` is the conversion's only declaration: the command line fills it from flags, the language
+server from its settings, the HTTP API validates its body against it (the schema is built from its fields) and
+the loop runs it. Every event carries `text`, the one line `describe` makes of it, so the command line, the
+language server and any other client print the same progress.
 """
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+MAX_SOURCE = 512 * 1024
+POLICY = "strict"  # the one default, as for `tritonize verify`: only an all-Triton kernel earns the name
+TASK_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+
+
+def _limits(description: str, **limits: Any) -> dict[str, Any]:
+    """A field's description and bounds (the names pydantic's `Field` takes: ge, gt, le, min_length, ...)."""
+    return {"description": description, **limits}
+
+
+@dataclass
+class ConvertRequest:
+    """One conversion: the task's source and module name, which backend and model, how much to try, when to
+    stop, how hard to verify, and the policy. Each field's `metadata` holds its bounds and description; building
+    one checks them (ValueError naming the field)."""
+
+    task: str = field(metadata=_limits("source of a KernelBench task module", min_length=1, max_length=MAX_SOURCE))
+    task_name: str = field(
+        default="task",
+        metadata=_limits(
+            "the task's module name: a Python identifier of ASCII letters, digits and underscores, not starting "
+            "with a digit, at most 64 characters",
+            pattern=TASK_NAME,
+        ),
+    )
+    backend: str | None = field(
+        default=None, metadata=_limits("the backend; the server's own when omitted", max_length=64)
+    )
+    model: str | None = field(default=None, metadata=_limits("a model the backend serves", max_length=256))
+    samples: int = field(default=4, metadata=_limits("candidates per round", ge=1, le=64))
+    rounds: int = field(
+        default=2, metadata=_limits("rounds; a repair round runs only when the last one had failures", ge=1, le=10)
+    )
+    target_speedup: float | None = field(
+        default=None, metadata=_limits("stop once a candidate is this much faster than eager", gt=0)
+    )
+    deadline: float | None = field(
+        default=None, metadata=_limits("seconds after which no new work starts", gt=0, le=24 * 3600)
+    )
+    trials: int = field(default=5, metadata=_limits("input sets per verification", ge=1, le=100))
+    timeout: float = field(
+        default=60.0, metadata=_limits("seconds per run of the reference or candidate", gt=0, le=3600)
+    )
+    policy: Literal["strict", "hybrid"] = field(
+        default=POLICY,
+        metadata=_limits(
+            "strict: only an all-Triton kernel is written; hybrid: a library call plus Triton may be, when it is "
+            "the only correct kind or meaningfully faster (never rewarded)"
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        for each in dataclasses.fields(self):
+            problem = field_problem(getattr(self, each.name), each.metadata)
+            if problem:
+                raise ValueError(f"{each.name} {problem}")
+        if self.policy not in ("strict", "hybrid"):
+            raise ValueError(f"policy must be strict or hybrid, got {self.policy!r}")
+
+    def to_body(self) -> dict[str, Any]:
+        """The request as the HTTP API takes it (fields left at their default are sent too)."""
+        return dataclasses.asdict(self)
+
+
+def field_problem(value: Any, limits: Mapping[str, Any]) -> str | None:
+    """What is wrong with `value` against a field's bounds (its metadata), or None."""
+    if value is None:
+        return None
+    if "pattern" in limits and not re.match(limits["pattern"], value):
+        return (
+            "must be a Python identifier (ASCII letters, digits and underscores, not starting with a digit, at most "
+            "64 characters): it names the task's module"
+        )
+    checks = {
+        "ge": (lambda v, b: v >= b, "at least"),
+        "gt": (lambda v, b: v > b, "greater than"),
+        "le": (lambda v, b: v <= b, "at most"),
+    }
+    for name, (holds, words) in checks.items():
+        if name in limits and not holds(value, limits[name]):
+            return f"must be {words} {limits[name]}, got {value}"
+    if "min_length" in limits and len(value) < limits["min_length"]:
+        return "must not be empty"
+    if "max_length" in limits and len(value) > limits["max_length"]:
+        return f"must be at most {limits['max_length']} characters long"
+    return None
 
 
 class Accepted(TypedDict):

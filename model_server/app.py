@@ -12,32 +12,28 @@ queue, then get 429.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
-import re
-import tempfile
 import threading
 import time
+import typing
 import uuid
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from pydantic_core import PydanticCustomError
 
 from model_server import api
+from model_server.api import MAX_SOURCE, ConvertRequest
 from model_server.backends import BACKENDS, Backend, BackendConfig, BackendError, create_backend
-from model_server.loop import ConvertError, ConvertOptions, convert
-from verifier.errors import TaskError, UsageError
-from verifier.host.pool import VerifierPool
-
-MAX_SOURCE = 512 * 1024
-TASK_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+from model_server.loop import ConvertError, convert
+from verifier import Task, TaskError, UsageError, VerifierPool
 
 
 @dataclass
@@ -65,42 +61,37 @@ class VerifyBody(BaseModel):
     sanitize: bool = Field(default=False, description="GPU: also run the candidate under compute-sanitizer memcheck")
 
 
-class ConvertBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    task: str = Field(min_length=1, max_length=MAX_SOURCE, description="source of a KernelBench task module")
-    task_name: str = Field(
-        default="task",
-        description="the task's module name: a Python identifier of ASCII letters, digits and underscores, not "
-        "starting with a digit, at most 64 characters",
-        json_schema_extra={"pattern": TASK_NAME.pattern},
-    )
-    backend: str | None = Field(default=None, max_length=64)
-    model: str | None = Field(default=None, max_length=256)
-    samples: int = Field(default=4, ge=1, le=64)
-    rounds: int = Field(default=2, ge=1, le=10)
-    target_speedup: float | None = Field(default=None, gt=0)
-    deadline: float | None = Field(default=None, gt=0, le=24 * 3600)
-    trials: int = Field(default=5, ge=1, le=100)
-    timeout: float = Field(default=60.0, gt=0, le=3600, description="seconds per run of the reference or candidate")
-    policy: Literal["strict", "hybrid"] = Field(
-        default="hybrid",
-        description="strict: only an all-Triton kernel is written; hybrid: a library call plus Triton may be, when "
-        "it is the only correct kind or meaningfully faster",
+def _body_model(request: type) -> type[BaseModel]:
+    """The pydantic model of a request dataclass of `api.py`: its fields, their bounds and descriptions (from
+    each field's metadata), unknown fields refused; a field with a `pattern` gets the dataclass's own message."""
+    hints = typing.get_type_hints(request)
+    fields, validators = {}, {}
+    for each in dataclasses.fields(request):
+        limits = {key: value for key, value in each.metadata.items() if key != "pattern"}
+        default = ... if each.default is dataclasses.MISSING else each.default
+        extra = {"pattern": each.metadata["pattern"]} if "pattern" in each.metadata else None
+        fields[each.name] = (hints[each.name], Field(default, json_schema_extra=extra, **limits))
+        if extra:
+            validators[f"_check_{each.name}"] = field_validator(each.name)(_pattern_check(each.name, each.metadata))
+    return create_model(
+        f"{request.__name__}Body",
+        __config__=ConfigDict(extra="forbid"),
+        __validators__=validators,
+        **fields,
     )
 
-    @field_validator("task_name")
-    @classmethod
-    def _task_name_is_an_identifier(cls, name: str) -> str:
-        if not TASK_NAME.match(name):
-            raise PydanticCustomError(
-                "python_identifier",
-                "task_name must be a Python identifier (ASCII letters, digits and underscores, not starting with a "
-                "digit, at most 64 characters): it names the task's module",
-            )
-        return name
+
+def _pattern_check(name: str, limits: typing.Mapping):
+    def check(cls, value: str) -> str:
+        problem = api.field_problem(value, limits)
+        if problem:
+            raise PydanticCustomError("python_identifier", f"{name} {problem}")
+        return value
+
+    return classmethod(check)
 
 
+ConvertBody = _body_model(ConvertRequest)
 KNOWN_FIELDS = {"/v1/verify": tuple(VerifyBody.model_fields), "/v1/convert": tuple(ConvertBody.model_fields)}
 
 
@@ -170,23 +161,19 @@ def create_app(config: ServerConfig) -> FastAPI:
 
     @app.post("/v1/verify")
     async def verify(body: VerifyBody) -> dict:
-        with tempfile.TemporaryDirectory(prefix="tritonize-verify-") as scratch:
-            task, candidate = Path(scratch, "task.py"), Path(scratch, "candidate.py")
-            task.write_text(body.task)
-            candidate.write_text(body.candidate)
-            try:
-                report = await asyncio.to_thread(
-                    state.pool.verify,
-                    task,
-                    candidate,
-                    trials=body.trials,
-                    timeout=body.timeout,
-                    policy=body.policy,
-                    sanitize=body.sanitize,
-                )
-            except (TaskError, UsageError) as exc:
-                message = str(exc).replace(f"{scratch}/", "")
-                raise HTTPException(status_code=400, detail=f"the task does not load: {message}") from exc
+        try:
+            task = Task(body.task)
+            report = await asyncio.to_thread(
+                state.pool.verify,
+                task,
+                body.candidate,
+                trials=body.trials,
+                timeout=body.timeout,
+                policy=body.policy,
+                sanitize=body.sanitize,
+            )
+        except (TaskError, UsageError) as exc:
+            raise HTTPException(status_code=400, detail=f"the task does not load: {exc}") from exc
         return report.to_dict()
 
     @app.post("/v1/completions")
@@ -309,15 +296,10 @@ async def _convert_events(state: _State, backend: Backend, body: ConvertBody, re
             try:
                 if cancel.is_set():
                     return
-                with tempfile.TemporaryDirectory(prefix="tritonize-convert-") as scratch:
-                    task = Path(scratch, f"{body.task_name}.py")
-                    task.write_text(body.task)
-                    options = ConvertOptions.of(body)
-                    try:
-                        convert(task, backend, state.pool, options, emit, cancelled=cancel.is_set)
-                    except (TaskError, UsageError) as exc:
-                        message = str(exc).replace(f"{scratch}/", "")
-                        emit(api.error(f"the task does not load: {message}"))
+                try:
+                    convert(ConvertRequest(**body.model_dump()), backend, state.pool, emit, cancelled=cancel.is_set)
+                except (TaskError, UsageError) as exc:
+                    emit(api.error(f"the task does not load: {exc}"))
             finally:
                 state.running.release()
         except (ConvertError, BackendError, ValueError) as exc:

@@ -8,8 +8,21 @@ import sys
 from pathlib import Path
 
 from model_server import api
-from verifier import interrupts
-from verifier.cli import EXIT_FAIL, EXIT_PASS, add_device_option, add_timeout_option, positive_int, usage_error
+from verifier.cli import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    add_device_option,
+    add_timeout_option,
+    interrupted,
+    interrupted_exit_code,
+    positive_int,
+    usage_error,
+)
+
+HYBRID_ONLY = (
+    "only a hybrid kernel (a library call does part of the work) was correct, which the strict policy refuses; "
+    "pass --policy hybrid to accept it"
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -50,6 +63,13 @@ def _add_convert(subparsers: argparse._SubParsersAction) -> None:
     )
     convert.add_argument(
         "--trials", type=positive_int, default=5, metavar="N", help="input sets per verification (default: 5)"
+    )
+    convert.add_argument(
+        "--policy",
+        choices=("strict", "hybrid"),
+        default=api.POLICY,
+        help="strict: write only an all-Triton kernel; hybrid: a library call plus Triton may be written when it is "
+        f"the only correct kind or meaningfully faster (default: {api.POLICY}, as for verify)",
     )
     add_timeout_option(convert)
     convert.set_defaults(run=_run_convert)
@@ -185,36 +205,46 @@ def _run_serve(args: argparse.Namespace) -> int:
 
 def _run_convert(args: argparse.Namespace) -> int:
     from model_server.backends import BackendError, create_backend
-    from model_server.loop import ConvertError, ConvertOptions, convert
-    from verifier.errors import SandboxStartError, TaskError, UsageError
-    from verifier.host.pool import VerifierPool
-    from verifier.host.verification import check_task_file
+    from model_server.loop import ConvertError, convert
+    from verifier import SandboxStartError, Task, TaskError, UsageError, VerifierPool
 
-    task = Path(args.task)
-    out = Path(args.out) if args.out else task.with_name(f"{task.stem}_triton.py")
+    task_path = Path(args.task)
+    out = Path(args.out) if args.out else task_path.with_name(f"{task_path.stem}_triton.py")
     try:
-        check_task_file(task)
+        task = Task.from_file(task_path)
     except (TaskError, UsageError) as exc:
         return usage_error("convert", str(exc))
-    problem = _out_problem(out, task, args.force)
+    problem = _out_problem(out, task_path, args.force)
     if problem:
         return usage_error("convert", problem)
     try:
-        options = ConvertOptions.of(args)
+        request = api.ConvertRequest(
+            task=task.source,
+            task_name=task.name,
+            samples=args.samples,
+            rounds=args.rounds,
+            target_speedup=args.target_speedup,
+            deadline=args.deadline,
+            trials=args.trials,
+            timeout=args.timeout,
+            policy=args.policy,
+        )
         backend = create_backend(_backend_config(args))
         with VerifierPool(size=args.workers, device=args.device) as pool:
-            print(f"converting {task} with the {backend.name} backend on {pool.device}", file=sys.stderr)
-            outcome = convert(task, backend, pool, options, emit=_progress, cancelled=interrupts.requested)
+            print(f"converting {task_path} with the {backend.name} backend on {pool.device}", file=sys.stderr)
+            outcome = convert(request, backend, pool, emit=_progress, cancelled=interrupted, origin=task.origin)
     except (TaskError, UsageError, ValueError, SandboxStartError, BackendError, ConvertError) as exc:
         return usage_error("convert", str(exc))
     except KeyboardInterrupt as stop:
         print(f"tritonize convert: stopped ({stop}); nothing written", file=sys.stderr)
-        return interrupts.exit_code(stop)
+        return interrupted_exit_code(stop)
     print(_table(outcome.attempts))
     if outcome.best is None:
         print(f"no candidate was correct ({outcome.stopped}); nothing written", file=sys.stderr)
         for attempt in outcome.attempts:
             print(f"  round {attempt.round}, candidate {attempt.index}: {attempt.report.message}", file=sys.stderr)
+        if args.policy == "strict" and any(a.correct for a in outcome.attempts if a.policy == "hybrid"):
+            print(HYBRID_ONLY, file=sys.stderr)
         return EXIT_FAIL
     best = outcome.best
     try:

@@ -8,20 +8,16 @@ when the deadline passes, or as soon as `cancelled()` says the caller went away.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass, field
 
 from model_server import api
+from model_server.api import ConvertRequest
 from model_server.backends.base import Backend, BackendError, Generated, GenerationRequest
-from verifier.errors import Cancelled
-from verifier.host.pool import VerifierPool
-from verifier.host.verification import check_task_file
-from verifier.report import Report
+from verifier import Cancelled, Report, Task, VerifierPool
 
 Emit = Callable[[api.Event], None]
 HYBRID_MARGIN = 1.05  # a hybrid candidate is chosen over an all-Triton one only when at least this much faster
@@ -29,32 +25,6 @@ HYBRID_MARGIN = 1.05  # a hybrid candidate is chosen over an all-Triton one only
 
 class ConvertError(Exception):
     """The conversion could not start or produced nothing to verify; the message says why."""
-
-
-@dataclass
-class ConvertOptions:
-    """How much to try: candidates per round, repair rounds, when to stop, how hard to verify."""
-
-    samples: int = 4
-    rounds: int = 2
-    target_speedup: float | None = None
-    deadline: float | None = None
-    trials: int = 5
-    timeout: float = 60.0
-    policy: str = "hybrid"  # strict: only all-Triton candidates are written; hybrid: a faster hybrid one may be
-
-    def __post_init__(self) -> None:
-        if self.policy not in ("strict", "hybrid"):
-            raise ValueError(f"policy must be strict or hybrid, got {self.policy!r}")
-        if self.samples < 1 or self.rounds < 1:
-            raise ValueError(f"samples and rounds must be at least 1, got {self.samples} and {self.rounds}")
-        if self.deadline is not None and self.deadline <= 0:
-            raise ValueError(f"deadline must be positive seconds, got {self.deadline}")
-
-    @classmethod
-    def of(cls, source: object) -> ConvertOptions:
-        """The options `source` (parsed arguments, a request body) has attributes for; the rest keep defaults."""
-        return cls(**{f.name: getattr(source, f.name) for f in fields(cls) if hasattr(source, f.name)})
 
 
 @dataclass
@@ -88,97 +58,117 @@ class Outcome:
 
 
 def convert(
-    task: Path,
+    request: ConvertRequest,
     backend: Backend,
     pool: VerifierPool,
-    options: ConvertOptions,
     emit: Emit = lambda event: None,
     cancelled: Callable[[], bool] = lambda: False,
+    origin: str = "",
 ) -> Outcome:
-    """Run the loop on `task` with candidates from `backend`, verified on `pool`'s device."""
-    check_task_file(task)
-    started = time.monotonic()
-    outcome = Outcome()
-    over = threading.Event()
-
-    def stop() -> bool:
-        return over.is_set() or cancelled() or _past(options.deadline, started)
-
+    """Run the loop on the request's task with candidates from `backend`, verified on `pool`'s device. `origin`
+    names the task in messages (its path, where it came from a file); a task that is no task is a TaskError."""
+    run = _Run(Task(request.task, request.task_name, origin), request, backend, pool, emit, cancelled)
     # while the backend generates, the sandboxes start and the task's baselines are timed (a verification that
-    # wants the slot in use waits for it; GPU measurements never overlap other GPU work, see verifier.host.gpu_lock)
-    warmed = threading.Event()
-    threading.Thread(target=_warm, args=(pool, task, options, stop, warmed), name="warm-verifier", daemon=True).start()
+    # wants the slot in use waits for it; GPU measurements never overlap other GPU work)
+    threading.Thread(target=run.warm, name="warm-verifier", daemon=True).start()
     try:
-        _rounds(task, backend, pool, options, emit, cancelled, stop, started, outcome, warmed)
+        run.rounds()
     finally:
-        over.set()
-    emit(_done_event(outcome))
-    return outcome
+        run.over.set()
+    emit(_done_event(run.outcome))
+    return run.outcome
 
 
-def _rounds(
-    task: Path,
-    backend: Backend,
-    pool: VerifierPool,
-    options: ConvertOptions,
-    emit: Emit,
-    cancelled: Callable[[], bool],
-    stop: Callable[[], bool],
-    started: float,
-    outcome: Outcome,
-    warmed: threading.Event,
-) -> None:
-    """Generate, verify and feed failures back, round after round, into `outcome`."""
-    feedback: list[dict] = []
-    with tempfile.TemporaryDirectory(prefix="tritonize-convert-") as scratch:
-        for round_number in range(1, options.rounds + 1):
-            reason = _stop_reason(options, outcome, started, cancelled)
+@dataclass
+class _Run:
+    """One conversion's state: what it was asked, what it works with, and what it has found so far."""
+
+    task: Task
+    request: ConvertRequest
+    backend: Backend
+    pool: VerifierPool
+    emit: Emit
+    cancelled: Callable[[], bool]
+    started: float = field(default_factory=time.monotonic)
+    outcome: Outcome = field(default_factory=Outcome)
+    over: threading.Event = field(default_factory=threading.Event)  # the loop ended: background work stops
+    warmed: threading.Event = field(default_factory=threading.Event)  # the sandboxes and baselines are ready
+
+    def stop(self) -> bool:
+        return self.over.is_set() or self.cancelled() or _past(self.request.deadline, self.started)
+
+    def warm(self) -> None:
+        """Start the pool's sandboxes, then time the task's baselines (on a GPU), then set `warmed`; a failure
+        is left to the verifications to report."""
+        try:
+            with contextlib.suppress(Exception):
+                self.pool.warm()
+                if not self.stop():
+                    self.pool.time_baseline(
+                        self.task, cancelled=self.stop, trials=self.request.trials, timeout=self.request.timeout
+                    )
+        finally:
+            self.warmed.set()
+
+    def rounds(self) -> None:
+        """Generate, verify and feed failures back, round after round, into `outcome`."""
+        outcome, feedback = self.outcome, []
+        for round_number in range(1, self.request.rounds + 1):
+            reason = _stop_reason(self.request, outcome, self.started, self.cancelled)
             if reason:
                 outcome.stopped = reason
                 break
-            emit(api.round_started(round_number, options.samples))
-            verifier = _RoundVerifier(task, round_number, Path(scratch), pool, options, emit, stop, warmed)
+            self.emit(api.round_started(round_number, self.request.samples))
+            verifier = _RoundVerifier(self, round_number)
             failure = None
             try:
-                _generate(backend, task, round_number, feedback, started, options, pool, emit, verifier)
+                self.generate(round_number, feedback, verifier)
             except BackendError as exc:
                 if not verifier.submitted and not outcome.attempts:
                     verifier.close()
                     raise ConvertError(str(exc)) from exc
                 failure = str(exc)
-                emit(api.error(failure, round_number))
+                self.emit(api.error(failure, round_number))
             except BaseException:
                 verifier.close()
                 raise
             if not verifier.submitted:
                 verifier.close()
                 if failure is None:
-                    emit(api.note(round_number, f"{backend.name} has nothing new to try"))
+                    self.emit(api.note(round_number, f"{self.backend.name} has nothing new to try"))
                 break
             attempts = verifier.finish()
             outcome.attempts.extend(attempts)
-            outcome.best, outcome.why = _choose(outcome.attempts, options.policy)
+            outcome.best, outcome.why = _choose(outcome.attempts, self.request.policy)
             feedback = [
                 {"source": a.source, "report": a.report.to_dict(), "label": a.label} for a in attempts if not a.correct
             ]
             if not feedback or failure is not None:
                 break
         if outcome.stopped == "finished":
-            outcome.stopped = _stop_reason(options, outcome, started, cancelled) or "finished"
+            outcome.stopped = _stop_reason(self.request, outcome, self.started, self.cancelled) or "finished"
 
-
-def _warm(
-    pool: VerifierPool, task: Path, options: ConvertOptions, stop: Callable[[], bool], warmed: threading.Event
-) -> None:
-    """Start the pool's sandboxes, then time the task's baselines (on a GPU), then set `warmed`; a failure is
-    left to the verifications to report."""
-    try:
-        with contextlib.suppress(Exception):
-            pool.warm()
-            if not stop():
-                pool.time_baseline(task, cancelled=stop, trials=options.trials, timeout=options.timeout)
-    finally:
-        warmed.set()
+    def generate(self, round_number: int, feedback: list[dict], verifier: _RoundVerifier) -> None:
+        """One round's candidates, each batch submitted to `verifier` as soon as the backend has it. (A backend's
+        own GPU work, such as Inductor's autotuning, holds the GPU shared: no timing runs beside it.)"""
+        samples = self.request.samples
+        deadline = None if self.request.deadline is None else self.started + self.request.deadline
+        request = GenerationRequest(self.task, samples, self.pool.device, round_number, feedback, deadline)
+        generation_started = time.monotonic()
+        for batch in self.backend.generate(request):
+            candidates = batch.candidates[: samples - len(verifier.submitted)]
+            seconds = time.monotonic() - generation_started
+            if batch.more:
+                if candidates:
+                    note = _early_note(self.backend.name, candidates, seconds, len(verifier.submitted))
+                    self.emit(api.note(round_number, note))
+                verifier.submit(candidates)
+                continue
+            if candidates or verifier.submitted:
+                before = len(verifier.submitted)  # those handed over while the backend went on generating
+                note = _generated_note(self.backend.name, candidates, samples, seconds, before, batch.not_made)
+                self.emit(api.note(round_number, note))
+            verifier.submit(candidates)
 
 
 def _generated_note(
@@ -210,63 +200,17 @@ def _labels(generated: list[Generated], before: int) -> str:
     return ": " + "; ".join(labels) if any(g.label for g in generated) else ""
 
 
-def _generate(
-    backend: Backend,
-    task: Path,
-    round_number: int,
-    feedback: list[dict],
-    started: float,
-    options: ConvertOptions,
-    pool: VerifierPool,
-    emit: Emit,
-    verifier: _RoundVerifier,
-) -> None:
-    """One round's candidates, each submitted to `verifier` as soon as the backend has it. (A backend's own GPU
-    work, such as Inductor's autotuning, holds the GPU shared: no timing runs beside it.)"""
-    deadline = None if options.deadline is None else started + options.deadline
-    generation_started = time.monotonic()
-
-    def early(candidates: list[Generated]) -> None:
-        candidates = candidates[: options.samples - len(verifier.submitted)]
-        if not candidates:
-            return
-        seconds = time.monotonic() - generation_started
-        emit(api.note(round_number, _early_note(backend.name, candidates, seconds, len(verifier.submitted))))
-        verifier.submit(candidates)
-
-    request = GenerationRequest(task, options.samples, pool.device, round_number, feedback, deadline, early)
-    rest = backend.generate(request)[: options.samples - len(verifier.submitted)]
-    if rest or verifier.submitted:
-        seconds = time.monotonic() - generation_started
-        before = len(verifier.submitted)
-        note = _generated_note(backend.name, rest, options.samples, seconds, before, request.shortfall)
-        emit(api.note(round_number, note))
-    verifier.submit(rest)
-
-
 class _RoundVerifier:
     """Verifies one round's candidates as they are submitted, `pool.size` at a time (fewer where the pool judges
     that fewer of the task's verifications fit in GPU memory at once), and reports each once the round's
     candidates are all known. (A run that fails for want of GPU memory while something else shared the GPU is
     verified again alone by the verifier itself.)"""
 
-    def __init__(
-        self,
-        task: Path,
-        round_number: int,
-        scratch: Path,
-        pool: VerifierPool,
-        options: ConvertOptions,
-        emit: Emit,
-        cancelled: Callable[[], bool],
-        warmed: threading.Event,
-    ):
-        self.task, self.round, self.scratch, self.pool, self.warmed = task, round_number, scratch, pool, warmed
-        self.options, self.emit, self.cancelled = options, emit, cancelled
+    def __init__(self, run: _Run, round_number: int):
+        self.run, self.round = run, round_number
         self.submitted: list[Generated] = []
-        self.paths: list[Path] = []
         self.futures: dict[Future, int] = {}
-        self.executor = ThreadPoolExecutor(max_workers=pool.size)
+        self.executor = ThreadPoolExecutor(max_workers=run.pool.size)
         self.turns = threading.Condition()
         self.running = 0
 
@@ -275,9 +219,6 @@ class _RoundVerifier:
         for candidate in candidates:
             self.submitted.append(candidate)
             index = len(self.submitted)
-            path = self.scratch / f"candidate_r{self.round}_{index}.py"
-            path.write_text(candidate.source)
-            self.paths.append(path)
             self.futures[self.executor.submit(self._verify, index)] = index
 
     def finish(self) -> list[Attempt]:
@@ -297,24 +238,30 @@ class _RoundVerifier:
 
     def _verify(self, index: int) -> Report | None:
         """The candidate's report (None if the conversion was cancelled meanwhile)."""
+        run, candidate = self.run, self.submitted[index - 1]
         with self._turn():
-            return _verify_unless_cancelled(
-                self.pool,
-                self.task,
-                self.paths[index - 1],
-                self.submitted[index - 1].policy,
-                self.options,
-                self.cancelled,
-            )
+            try:
+                return run.pool.verify(
+                    run.task,
+                    candidate.source,
+                    cancelled=run.stop,
+                    candidate_origin=f"candidate_r{self.round}_{index}.py",
+                    trials=run.request.trials,
+                    timeout=run.request.timeout,
+                    policy=candidate.policy,
+                )
+            except Cancelled:
+                return None
 
     @contextlib.contextmanager
     def _turn(self) -> Iterator[None]:
         """Wait until one more of the task's verifications fits beside those running, which is known once the
         pool has the task's baseline: two that do not fit would both be lost, one to a retry. (Timing the baseline
         takes the GPU alone, so a second verification waiting for it loses no time.)"""
+        warmed = self.run.warmed
         with self.turns:
-            while self.running and (not self.warmed.is_set() or self.running >= self._fitting()):
-                self.turns.wait(timeout=None if self.warmed.is_set() else 0.1)
+            while self.running and (not warmed.is_set() or self.running >= self._fitting()):
+                self.turns.wait(timeout=None if warmed.is_set() else 0.1)
             self.running += 1
         try:
             yield
@@ -324,36 +271,24 @@ class _RoundVerifier:
                 self.turns.notify_all()
 
     def _fitting(self) -> int:
-        return self.pool.fitting(self.task) or self.pool.size
+        return self.run.pool.fitting(self.run.task) or self.run.pool.size
 
     def _record(self, index: int, report: Report) -> Attempt:
-        report.message = report.message.replace(f"{self.scratch}/", "")
         candidate = self.submitted[index - 1]
         attempt = Attempt(self.round, index, candidate.source, report, candidate.label, candidate.policy)
-        self.emit(_candidate_event(attempt, len(self.submitted)))
+        self.run.emit(_candidate_event(attempt, len(self.submitted)))
         return attempt
 
 
-def _verify_unless_cancelled(
-    pool: VerifierPool, task: Path, path: Path, policy: str, options: ConvertOptions, cancelled: Callable[[], bool]
-) -> Report | None:
-    try:
-        return pool.verify(
-            task, path, cancelled=cancelled, trials=options.trials, timeout=options.timeout, policy=policy
-        )
-    except Cancelled:
-        return None
-
-
-def _stop_reason(options: ConvertOptions, outcome: Outcome, started: float, cancelled: Callable[[], bool]) -> str:
+def _stop_reason(request: ConvertRequest, outcome: Outcome, started: float, cancelled: Callable[[], bool]) -> str:
     if cancelled():
         return "cancelled"
-    if _past(options.deadline, started):
+    if _past(request.deadline, started):
         return "deadline"
     best = outcome.best
-    if best is not None and options.target_speedup is not None:
+    if best is not None and request.target_speedup is not None:
         speedup = (best.report.timing or {}).get("speedup_vs_eager")
-        if speedup is not None and speedup >= options.target_speedup:
+        if speedup is not None and speedup >= request.target_speedup:
             return "target_speedup"
     return ""
 
@@ -362,7 +297,7 @@ def _past(deadline: float | None, started: float) -> bool:
     return deadline is not None and time.monotonic() - started >= deadline
 
 
-def _choose(attempts: list[Attempt], policy: str = "hybrid") -> tuple[Attempt | None, str]:
+def _choose(attempts: list[Attempt], policy: str) -> tuple[Attempt | None, str]:
     """The candidate to write, and why: the fastest correct all-Triton one, unless a hybrid one (a library call
     plus Triton) is at least HYBRID_MARGIN faster or is the only kind that is correct; under the strict policy
     never a hybrid one."""

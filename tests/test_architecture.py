@@ -63,6 +63,31 @@ def test_packages_import_only_down_the_stack():
             assert target.split(".")[0] in allowed or target in allowed, f"{module} imports {target}"
 
 
+# The verifier's front door: its public API (the package itself), the audit's and the command line others add their
+# commands to. Everything else in it may change without another package noticing.
+VERIFIER_API = {"verifier", "verifier.audit", "verifier.cli"}
+
+
+def test_other_packages_use_only_the_verifiers_public_api():
+    used = {
+        target
+        for module, imported in graph().items()
+        if not module.startswith("verifier")
+        for target in imported
+        if target.split(".")[0] == "verifier"
+    }
+    assert used <= VERIFIER_API, sorted(used - VERIFIER_API)
+
+
+def test_every_public_name_of_the_verifier_resolves():
+    import verifier
+    import verifier.audit
+
+    for package in (verifier, verifier.audit):
+        for name in package.__all__:
+            assert getattr(package, name) is not None, f"{package.__name__}.{name}"
+
+
 # The trust boundary inside the verifier: code that runs in a sandbox (sandbox/) and what crosses (wire/) import
 # nothing of the trusted side (host/, the CLI, the pool, the report); the rule catalog and process listing are
 # the only other modules they share.

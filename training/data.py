@@ -27,7 +27,6 @@ import hashlib
 import json
 import re
 import sys
-import tempfile
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -299,7 +298,7 @@ def build_sft(tasks: list[Task], args: DataArgs, out: Path) -> None:
     """Convert and verify each task not yet in `progress.jsonl`, `args.workers` at a time, appending each
     verified pair to `sft.PROFILE.jsonl` (then its outcome to progress) as soon as it is known."""
     from model_server.backends.inductor import InductorBackend
-    from verifier.host.pool import VerifierPool
+    from verifier import VerifierPool
 
     done = _done_ids(out)
     pending = [task for task in tasks if task.id not in done]
@@ -308,13 +307,12 @@ def build_sft(tasks: list[Task], args: DataArgs, out: Path) -> None:
     started = time.monotonic()
     with (
         VerifierPool(size=args.workers, device=args.device) as pool,
-        tempfile.TemporaryDirectory(prefix="tritonize-data-") as scratch,
         ThreadPoolExecutor(max_workers=args.workers) as workers,
         contextlib.ExitStack() as files,
     ):
         pairs = {p: files.enter_context(records_path(out, "sft", p).open("a")) for p in args.profiles}
         progress = files.enter_context((out / "progress.jsonl").open("a"))
-        futures = {workers.submit(_convert, task, backend, pool, Path(scratch), args): task for task in pending}
+        futures = {workers.submit(_convert, task, backend, pool, args): task for task in pending}
         for number, future in enumerate(as_completed(futures), 1):
             task, outcome = futures[future], future.result()
             if outcome["kept"]:
@@ -331,26 +329,30 @@ def build_sft(tasks: list[Task], args: DataArgs, out: Path) -> None:
             _log(f"[{number}/{len(pending)}] {task.name}: {outcome['verdict']} ({rate:.1f} tasks/min)")
 
 
-def _convert(task: Task, backend, pool, scratch: Path, args: DataArgs) -> dict:
+def _convert(task: Task, backend, pool, args: DataArgs) -> dict:
     """The first all-Triton candidate of the backend that verifies correct, or why there is none."""
-    from model_server.backends.base import BackendError, GenerationRequest
+    from model_server.backends.base import BackendError, GenerationRequest, collect
+    from verifier import Task as VerifierTask
+    from verifier import TaskError, UsageError
 
-    path = scratch / task.id / f"{task.name}.py"  # the name the candidate's docstring cites
-    path.parent.mkdir()
-    path.write_text(task.source)
-    try:
-        generated = backend.generate(GenerationRequest(path, VARIANTS, pool.device))
-    except BackendError as exc:
+    try:  # named as the candidate's docstring cites it
+        checked = VerifierTask(task.source, task.name if task.name.isidentifier() else "task")
+        generated, _ = collect(backend, GenerationRequest(checked, VARIANTS, pool.device))
+    except (BackendError, TaskError, UsageError) as exc:
         return {"kept": False, "verdict": "not_converted", "rules": [], "message": str(exc)[:500]}
     strict = [g for g in generated if g.policy == "strict"]
     if not strict:
         return {"kept": False, "verdict": "hybrid_only", "rules": [], "message": "only hybrid candidates"}
     tried = []
     for number, candidate in enumerate(strict):
-        candidate_path = path.with_name(f"candidate_{number}.py")
-        candidate_path.write_text(candidate.source)
         report = pool.verify(
-            path, candidate_path, trials=args.trials, timeout=args.timeout, policy="strict", timing=args.timing
+            checked,
+            candidate.source,
+            candidate_origin=f"candidate_{number}.py",
+            trials=args.trials,
+            timeout=args.timeout,
+            policy="strict",
+            timing=args.timing,
         )
         if report.verdict == "correct" and report.reward > 0:
             return {

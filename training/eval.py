@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import collections
 import datetime
-import hashlib
 import json
 import os
 import sys
@@ -53,7 +52,7 @@ import yaml
 from model_server import prompts
 from model_server.backends.transformers_backend import DTYPE_HELP, DTYPES
 from training import config, jsonl, rewards
-from verifier.device import DEVICES
+from verifier import DEVICES, Task
 
 TASKS_FILE = "tasks.jsonl"
 RESULTS_FILE = "results.json"
@@ -172,10 +171,14 @@ class EvalArgs:
 
 
 @dataclass(frozen=True)
-class Task:
+class SuiteTask:
+    """One task of the suite: its name, the file it was read from, its id (from its digest), and the task as
+    the verifier and the backends take it."""
+
     name: str
     path: Path
     id: str
+    task: Task
 
 
 class EvalError(Exception):
@@ -268,11 +271,10 @@ def recorded_samples(out: Path) -> list[dict]:
 # ---------------------------------------------------------------- tasks
 
 
-def discover(suite: Path, split: str, out: Path) -> list[Task]:
+def discover(suite: Path, split: str, out: Path) -> list[SuiteTask]:
     """The suite's tasks in name order: its task modules, or the JSONL records of `split` written out as
     modules under `out/tasks` (TASKS_DIR; the verifier and the backends read tasks from files)."""
-    from verifier.errors import TaskError, UsageError
-    from verifier.host.verification import check_task_file
+    from verifier import TaskError, UsageError
 
     if suite.is_file():
         paths = _tasks_from_records(suite, split, out / TASKS_DIR)
@@ -283,11 +285,11 @@ def discover(suite: Path, split: str, out: Path) -> list[Task]:
     tasks, skipped = [], []
     for path in paths:
         try:
-            check_task_file(path)
+            task = Task.from_file(path)
         except (TaskError, UsageError):
             skipped.append(path.name)
             continue
-        tasks.append(Task(path.stem, path, hashlib.sha256(path.read_bytes()).hexdigest()[:16]))
+        tasks.append(SuiteTask(path.stem, path, task.digest[:16], task))
     if not tasks:
         raise EvalError(where)
     if skipped:
@@ -330,13 +332,12 @@ def check_resumable(args: EvalArgs, out: Path) -> None:
 # ---------------------------------------------------------------- generation and verification
 
 
-def run(tasks: list[Task], args: EvalArgs, out: Path) -> tuple[list[dict], str, str, str]:
+def run(tasks: list[SuiteTask], args: EvalArgs, out: Path) -> tuple[list[dict], str, str, str]:
     """Evaluate every task not finished in an earlier run on `out`, appending each to `tasks.jsonl` as it
     finishes; every task's record (in suite order), the backend, model and device. As many tasks are under way as
     fill a generation batch (or keep the verifiers busy): their requests reach the backend together."""
     from model_server.backends import BackendConfig, BackendError, create_backend
-    from verifier.errors import SandboxStartError
-    from verifier.host.pool import VerifierPool
+    from verifier import SandboxStartError, VerifierPool
 
     finished = {(r["name"], r["id"]): r for r in jsonl.read(out / TASKS_FILE) if "name" in r and "id" in r}
     pending = [task for task in tasks if (task.name, task.id) not in finished]
@@ -395,25 +396,26 @@ def run(tasks: list[Task], args: EvalArgs, out: Path) -> tuple[list[dict], str, 
     return [finished[(task.name, task.id)] for task in tasks], backend.name, model, pool.device
 
 
-def evaluate_task(task: Task, backend, pool, verifiers: Executor, args: EvalArgs, out: Path) -> dict:
+def evaluate_task(task: SuiteTask, backend, pool, verifiers: Executor, args: EvalArgs, out: Path) -> dict:
     """One task's record: its samples from `backend`, each verified on `pool` (through `verifiers`, so the
     samples of a task are verified at once), or why there are none."""
-    from model_server.backends.base import GenerationRequest
-    from verifier.errors import TaskError
+    from model_server.backends.base import GenerationRequest, collect
+    from verifier import TaskError
 
     started = time.monotonic()
     record = {"name": task.name, "path": str(task.path), "id": task.id, "samples": [], "correct": 0, "error": None}
     request = GenerationRequest(
-        task.path, args.samples, pool.device, temperature=args.temperature, max_tokens=args.max_tokens
+        task.task, args.samples, pool.device, temperature=args.temperature, max_tokens=args.max_tokens
     )
+    not_made: list[str] = []
     try:
-        generated = backend.generate(request)[: args.samples]
+        generated, not_made = collect(backend, request)
     except Exception as exc:  # any failure of one task's generation is that task's outcome, not the run's
         record["error"] = f"generation failed: {_describe(exc)}"
         if _out_of_memory(exc):  # the machine's state, not the model's: a re-run tries again
             record["unverified"] = True
         generated = []
-    record["shortfall"] = request.shortfall
+    record["shortfall"] = not_made
     if record.get("unverified"):
         return record | {"seconds": round(time.monotonic() - started, 2)}
     if not generated and record["error"] is None:
@@ -423,7 +425,10 @@ def evaluate_task(task: Task, backend, pool, verifiers: Executor, args: EvalArgs
     paths = [folder / f"sample_{number}.py" for number in range(len(generated))]
     for path, candidate in zip(paths, generated, strict=True):
         path.write_text(candidate.source)
-    futures = [verifiers.submit(verify_sample, pool, task.path, path, args) for path in paths]
+    futures = [
+        verifiers.submit(verify_sample, pool, task.task, candidate.source, path.name, args)
+        for path, candidate in zip(paths, generated, strict=True)
+    ]
     try:
         samples = [future.result() for future in futures]
     except TaskError as exc:  # the task's own run failed (out of GPU memory beside other jobs, say): no verdict
@@ -438,9 +443,17 @@ def evaluate_task(task: Task, backend, pool, verifiers: Executor, args: EvalArgs
     return record
 
 
-def verify_sample(pool, task: Path, candidate: Path, args: EvalArgs) -> dict:
-    """The verifier's verdict and speedups for one candidate file (strict policy)."""
-    report = pool.verify(task, candidate, trials=args.trials, timeout=args.timeout, policy="strict", timing=args.timing)
+def verify_sample(pool, task: Task, candidate: str, origin: str, args: EvalArgs) -> dict:
+    """The verifier's verdict and speedups for one candidate (strict policy); `origin` names it in messages."""
+    report = pool.verify(
+        task,
+        candidate,
+        candidate_origin=origin,
+        trials=args.trials,
+        timeout=args.timeout,
+        policy="strict",
+        timing=args.timing,
+    )
     timing = report.timing or {}
     return {
         "verdict": report.verdict,
@@ -448,7 +461,7 @@ def verify_sample(pool, task: Path, candidate: Path, args: EvalArgs) -> dict:
         "speedup_vs_eager": timing.get("speedup_vs_eager"),
         "speedup_vs_compile": timing.get("speedup_vs_compile"),
         "rules": sorted({v["rule"] for v in report.violations}),
-        "message": report.message.replace(f"{candidate.parent}/", "")[:500],
+        "message": report.message[:500],
         "phases": report.phases,
     }
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from training import config, models
+from training import config, runs
 from training.rollout import FastGeneration
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ STEPS_LOG = "steps.jsonl"
 
 
 @dataclass
-class GRPOArgs(models.RunArgs):
+class GRPOArgs(runs.RunArgs):
     """What `python -m training.grpo` trains (after the fields every run has: `RunArgs`)."""
 
     KIND: ClassVar[str] = "rl"
@@ -60,7 +60,7 @@ class GRPOArgs(models.RunArgs):
         default="linear",
         metadata={
             "help": "learning-rate schedule over --epochs (a --max-minutes stop cuts it short): "
-            + ", ".join(models.SCHEDULERS)
+            + ", ".join(runs.SCHEDULERS)
         },
     )
     max_steps: int = field(default=-1, metadata={"help": "stop after this many optimizer steps (-1: run the epochs)"})
@@ -122,8 +122,8 @@ class GRPOArgs(models.RunArgs):
             raise ValueError("--learning-rate, --epochs, --verify-timeout and --temperature must be > 0")
         if min(self.beta, self.reward_correct, self.reward_speedup, self.reward_format, self.reward_runs) < 0:
             raise ValueError("--beta and the --reward-* weights must be >= 0")
-        if self.lr_scheduler not in models.SCHEDULERS:
-            raise ValueError(f"--lr-scheduler must be one of {', '.join(models.SCHEDULERS)}, got {self.lr_scheduler!r}")
+        if self.lr_scheduler not in runs.SCHEDULERS:
+            raise ValueError(f"--lr-scheduler must be one of {', '.join(runs.SCHEDULERS)}, got {self.lr_scheduler!r}")
         if self.scale_rewards not in ("group", "batch", "none"):
             raise ValueError(f"--scale-rewards must be group, batch or none, got {self.scale_rewards!r}")
         if self.verify_device not in ("auto", "cuda", "cpu"):
@@ -135,7 +135,7 @@ class GRPOArgs(models.RunArgs):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return config.main(GRPOArgs, train, argv, __doc__, "python -m training.grpo", refused=(models.TrainingError,))
+    return config.main(GRPOArgs, train, argv, __doc__, "python -m training.grpo", refused=(runs.TrainingError,))
 
 
 def train(args: GRPOArgs) -> None:
@@ -143,7 +143,7 @@ def train(args: GRPOArgs) -> None:
     from accelerate import PartialState
 
     from training.rewards import VerifierRewards
-    from verifier.host.pool import VerifierPool
+    from verifier import VerifierPool
 
     state = PartialState()
     out = Path(args.output_dir)
@@ -151,23 +151,22 @@ def train(args: GRPOArgs) -> None:
         config.announce(args)
         config.save(args, out)
     prompts_rows = load_prompts(args)
-    model, tokenizer = models.start(args, "training.grpo", prompts_rows[0]["prompt"])
+    model, tokenizer = runs.start(args, "training.grpo", prompts_rows[0]["prompt"])
     if args.vllm:
         _check_vllm()
     try:
         pool = VerifierPool(size=args.verify_workers, device=args.verify_device, gpu=_own_gpu(args))
     except ValueError as exc:
-        raise models.TrainingError(f"--verify-device: {exc}") from exc
+        raise runs.TrainingError(f"--verify-device: {exc}") from exc
     log = out / REWARDS_LOG if state.is_main_process else out / f"rewards.rank{state.process_index}.jsonl"
     timing = args.reward_speedup > 0
     rewards = VerifierRewards(pool, args.profile, args.verify_workers, args.trials, args.verify_timeout, timing, log)
     _log(f"verifying replies on {pool.device}" + (f" (GPU {pool.shared.gpu})" if pool.shared.gpu else ""))
     try:
         trainer = build_trainer(args, model, tokenizer, prompts_rows, rewards)
-        models.resume(trainer, args, _log)
-        models.save_final(trainer, args, _log)
+        runs.resume(trainer, args, _log)
+        runs.save_final(trainer, args, _log)
     finally:
-        rewards.close()
         pool.close()
 
 
@@ -176,8 +175,8 @@ def train(args: GRPOArgs) -> None:
 
 def load_prompts(args: GRPOArgs) -> Dataset:
     """The `train` rows of the profile's RL file: the prompt, and the task the rewards verify replies against."""
-    rows = models.read_records(args, ["prompt", "task"], f"training.data kept no task for profile {args.profile}")
-    prompts_rows = models.split_of(rows, "train", args, required=True)
+    rows = runs.read_records(args, ["prompt", "task"], f"training.data kept no task for profile {args.profile}")
+    prompts_rows = runs.split_of(rows, "train", args, required=True)
     _log(f"{prompts_rows.num_rows} train prompts from {args.records}")
     return prompts_rows
 
@@ -193,7 +192,7 @@ def _check_vllm() -> None:
     try:
         import vllm  # noqa: F401
     except ImportError as exc:
-        raise models.TrainingError(
+        raise runs.TrainingError(
             "--vllm needs vLLM installed (pip install vllm, on a CUDA machine); or drop --vllm"
         ) from exc
 
@@ -221,7 +220,7 @@ def build_trainer(args: GRPOArgs, model, tokenizer, prompts_rows: Dataset, rewar
         use_vllm=args.vllm,
         vllm_mode=args.vllm_mode,
         vllm_server_base_url=args.vllm_server or None,
-        **models.trainer_arguments(args, GRPOConfig),
+        **runs.trainer_arguments(args, GRPOConfig),
     )
     out = Path(args.output_dir)
     times = step_times(out / STEPS_LOG, rewards)
@@ -232,8 +231,8 @@ def build_trainer(args: GRPOArgs, model, tokenizer, prompts_rows: Dataset, rewar
         train_dataset=prompts_rows,
         reward_funcs=rewards.functions(),
         processing_class=tokenizer,
-        peft_config=models.lora_config(args) if args.lora else None,
-        callbacks=[models.run_log(out / models.LOG, _log), models.time_limit(args.max_minutes, _log), times],
+        peft_config=runs.lora_config(args) if args.lora else None,
+        callbacks=[runs.run_log(out / runs.LOG, _log), runs.time_limit(args.max_minutes, _log), times],
         rollout_func=rollout,
     )
     times.watch_generation(trainer.model)

@@ -25,11 +25,10 @@ from __future__ import annotations
 import ast
 import asyncio
 import collections
+import functools
 import hashlib
 import json
 import math
-import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -38,8 +37,7 @@ from typing import TYPE_CHECKING
 from model_server import prompts
 
 if TYPE_CHECKING:
-    from verifier.host.pool import VerifierPool
-    from verifier.report import Report
+    from verifier import Report, Task, VerifierPool
 
 SPEEDUP_CLIP = 1.0  # |log2 speedup| counted at most: 2x faster earns the whole term, 2x slower loses it
 # Timing a reply for the speedup term: fewer calls than a conversion's timing (a reward needs the ratio to within
@@ -112,7 +110,6 @@ class VerifierRewards:
         self.trials, self.timeout, self.timing, self.log = trials, timeout, timing, log
         self.timing_trials = timing_trials
         self.concurrency = max(1, concurrency)
-        self.scratch = Path(tempfile.mkdtemp(prefix="tritonize-rewards-"))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reports: dict[str, asyncio.Future] = {}
         self._semaphore = asyncio.Semaphore(self.concurrency)
@@ -140,10 +137,6 @@ class VerifierRewards:
     async def runs(self, prompts: list, completions: list, task: list[str], **columns) -> list[float]:
         reports = await self._reports_of(completions, task, None)
         return [1.0 if report is not None and ran(report) else 0.0 for report in reports]
-
-    def close(self) -> None:
-        """Delete the scratch directory (the pool is the caller's to close)."""
-        shutil.rmtree(self.scratch, ignore_errors=True)
 
     def code_of(self, completion: object) -> str | None:
         return prompts.reply_code(self.profile, completion_text(completion))
@@ -185,18 +178,12 @@ class VerifierRewards:
 
     def _verify_now(self, key: str, task: str, code: str) -> Report:
         """One verification in the sandbox (a task the verifier cannot run is a failed completion, not a crash)."""
-        from verifier.errors import TaskError
-        from verifier.report import Report
+        from verifier import Report, TaskError
 
-        folder = self.scratch / key[:16]
-        folder.mkdir(parents=True, exist_ok=True)
-        task_path, candidate_path = folder / "task.py", folder / "candidate.py"
-        task_path.write_text(task)
-        candidate_path.write_text(code, errors="replace")  # a reply is any text a model can decode
         try:
             return self.pool.verify(
-                task_path,
-                candidate_path,
+                _task(task),
+                code.encode(errors="replace").decode(),  # a reply is any text a model can decode
                 trials=self.trials,
                 timeout=self.timeout,
                 timing=self.timing,
@@ -207,7 +194,6 @@ class VerifierRewards:
         except TaskError as exc:
             return Report(verdict="crashed", message=f"the task could not be run: {exc}")
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
             with self._lock:
                 self.verified += 1
 
@@ -232,8 +218,16 @@ class VerifierRewards:
             "passed": passed(report),
             "rules": sorted({v["rule"] for v in report.violations}),
             "speedup_vs_eager": timing.get("speedup_vs_eager"),
-            "message": report.message.replace(f"{self.scratch}/{key[:16]}/", "")[:300],
+            "message": report.message[:300],
             "phases": {name: round(value, 3) for name, value in report.phases.items()},
         }
         with self._lock, self.log.open("a") as f:
             f.write(json.dumps(line) + "\n")
+
+
+@functools.lru_cache(maxsize=64)
+def _task(source: str) -> Task:
+    """The verifier's task for a prompt's task source, parsed once for the replies of all its prompts."""
+    from verifier import Task
+
+    return Task(source)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from training import config, models
+from training import config, runs
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -33,14 +33,14 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class SFTArgs(models.RunArgs):
+class SFTArgs(runs.RunArgs):
     """What `python -m training.sft` trains (after the fields every run has: `RunArgs`)."""
 
     KIND: ClassVar[str] = "sft"
 
     learning_rate: float = field(default=2e-5, metadata={"help": "peak learning rate (AdamW)"})
     lr_scheduler: str = field(
-        default="cosine", metadata={"help": "learning-rate schedule: " + ", ".join(models.SCHEDULERS)}
+        default="cosine", metadata={"help": "learning-rate schedule: " + ", ".join(runs.SCHEDULERS)}
     )
     warmup: float = field(default=0.03, metadata={"help": "warmup steps, or a share of all steps when below 1"})
     epochs: float = field(default=1.0, metadata={"help": "passes over the train rows"})
@@ -54,8 +54,8 @@ class SFTArgs(models.RunArgs):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.lr_scheduler not in models.SCHEDULERS:
-            raise ValueError(f"--lr-scheduler must be one of {', '.join(models.SCHEDULERS)}, got {self.lr_scheduler!r}")
+        if self.lr_scheduler not in runs.SCHEDULERS:
+            raise ValueError(f"--lr-scheduler must be one of {', '.join(runs.SCHEDULERS)}, got {self.lr_scheduler!r}")
         if self.learning_rate <= 0 or self.epochs <= 0 or self.warmup < 0:
             raise ValueError("--learning-rate and --epochs must be > 0, --warmup >= 0")
         if self.max_steps == 0 or self.max_steps < -1:
@@ -67,7 +67,7 @@ class SFTArgs(models.RunArgs):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return config.main(SFTArgs, train, argv, __doc__, "python -m training.sft", refused=(models.TrainingError,))
+    return config.main(SFTArgs, train, argv, __doc__, "python -m training.sft", refused=(runs.TrainingError,))
 
 
 def train(args: SFTArgs) -> None:
@@ -78,13 +78,13 @@ def train(args: SFTArgs) -> None:
         config.announce(args)
         config.save(args, Path(args.output_dir))
     train_rows, val_rows = load_rows(args)
-    model, tokenizer = models.start(args, "training.sft", train_rows[0]["prompt"])
+    model, tokenizer = runs.start(args, "training.sft", train_rows[0]["prompt"])
     trainer = build_trainer(args, model, tokenizer, train_rows, val_rows)
     drop_overlong(trainer, args.max_length)
-    models.resume(trainer, args, _log)
+    runs.resume(trainer, args, _log)
     if trainer.eval_dataset is not None:
         trainer.evaluate()
-    models.save_final(trainer, args, _log)
+    runs.save_final(trainer, args, _log)
 
 
 # ---------------------------------------------------------------- data
@@ -92,10 +92,10 @@ def train(args: SFTArgs) -> None:
 
 def load_rows(args: SFTArgs) -> tuple[Dataset, Dataset | None]:
     """The `train` and `val` rows (prompt and completion only) of the profile's SFT file; `val` is None if empty."""
-    rows = models.read_records(
+    rows = runs.read_records(
         args, ["prompt", "completion"], f"training.data kept no verified pair for profile {args.profile}"
     )
-    train_rows, val_rows = models.split_of(rows, "train", args, required=True), models.split_of(rows, "val", args)
+    train_rows, val_rows = runs.split_of(rows, "train", args, required=True), runs.split_of(rows, "val", args)
     _log(f"{train_rows.num_rows} train rows, {val_rows.num_rows} val rows from {args.records}")
     return train_rows, val_rows if val_rows.num_rows else None
 
@@ -123,7 +123,7 @@ def build_trainer(
         warmup_steps=args.warmup,
         num_train_epochs=args.epochs,
         max_steps=args.max_steps,
-        **models.trainer_arguments(args, SFTConfig),
+        **runs.trainer_arguments(args, SFTConfig),
         max_length=None,
         completion_only_loss=True,
         eval_strategy="steps" if evaluate_every else "no",
@@ -136,8 +136,8 @@ def build_trainer(
         train_dataset=train_rows,
         eval_dataset=val_rows,
         processing_class=tokenizer,
-        peft_config=models.lora_config(args) if args.lora else None,
-        callbacks=[models.run_log(Path(args.output_dir) / models.LOG, _log), models.time_limit(args.max_minutes, _log)],
+        peft_config=runs.lora_config(args) if args.lora else None,
+        callbacks=[runs.run_log(Path(args.output_dir) / runs.LOG, _log), runs.time_limit(args.max_minutes, _log)],
     )
 
 
@@ -155,7 +155,7 @@ def drop_overlong(trainer: SFTTrainer, max_length: int) -> None:
                 f"--max-length {max_length} tokens (longest: {longest})"
             )
         if name == "train_dataset" and kept.num_rows == 0:
-            raise models.TrainingError(f"no train row fits in --max-length {max_length} tokens")
+            raise runs.TrainingError(f"no train row fits in --max-length {max_length} tokens")
         if name == "eval_dataset" and kept.num_rows == 0:
             kept, trainer.args.eval_strategy = None, "no"
         setattr(trainer, name, kept)

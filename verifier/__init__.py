@@ -1,6 +1,8 @@
 """The trust core of tritonize: prove a Triton candidate equal to its PyTorch task, and measure it.
 
-The public names load on first use, so `verifier.audit` (the editor's diagnostics) starts without importing torch.
+This module is the verifier's public API; other packages import it, `verifier.audit` (static analysis) and
+`verifier.cli` (the command line they add their commands to), and nothing else of the verifier. The names load
+on first use, so the editor's diagnostics start without importing torch.
 """
 
 from __future__ import annotations
@@ -12,15 +14,34 @@ from verifier import threadsafe_ast
 threadsafe_ast.install()
 
 _PUBLIC = {
-    "Cancelled": "verifier.errors",
-    "Finding": "verifier.findings",
+    # a task, and verifying candidates against it
+    "Task": "verifier.task",
+    "read_source": "verifier.task",
+    "VerifierPool": "verifier.host.pool",
+    "verify": "verifier.host.pool",
+    "VerifyOptions": "verifier.options",
+    "POLICIES": "verifier.options",
+    "DEVICES": "verifier.device",
+    "resolve_device": "verifier.device",
     "Report": "verifier.report",
+    "passes": "verifier.report",
+    "Finding": "verifier.findings",
+    "docs_url": "verifier.rules",
+    "Cancelled": "verifier.errors",
     "SandboxStartError": "verifier.errors",
     "TaskError": "verifier.errors",
     "UsageError": "verifier.errors",
-    "VerifierPool": "verifier.host.pool",
-    "VerifyOptions": "verifier.options",
-    "verify": "verifier.host.pool",
+    # running other code isolated (the Inductor capture), and where it may cache
+    "run_isolated": "verifier.host.runner",
+    "default_memory_limit": "verifier.host.limits",
+    "cache_dir": "verifier.cache",
+    "inductor_cache_dir": "verifier.cache",
+    # inside a sandbox: a task's module, seeds and inputs exactly as a verification makes them
+    "load_module": "verifier.sandbox.task_code",
+    "seed_everything": "verifier.sandbox.task_code",
+    "trial_inputs": "verifier.sandbox.task_code",
+    "flatten": "verifier.sandbox.task_code",
+    "full_precision": "verifier.sandbox.task_code",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -152,11 +152,12 @@ def _add_verify(subparsers: argparse._SubParsersAction) -> None:
 def _run_verify(args: argparse.Namespace) -> int:
     from verifier.errors import SandboxStartError, TaskError, UsageError
     from verifier.host.pool import verify
+    from verifier.task import Task, read_source
 
     try:
         report = verify(
-            args.task,
-            args.candidate,
+            Task.from_file(args.task),
+            read_source(args.candidate),
             device=args.device,
             isolate=not args.no_isolation,
             require_isolation=args.require_isolation,
@@ -171,6 +172,7 @@ def _run_verify(args: argparse.Namespace) -> int:
             compile_baseline=not args.no_compile_baseline,
             policy=args.policy,
             sanitize=args.sanitize,
+            candidate_origin=args.candidate,
         )
     except (TaskError, UsageError, ValueError, SandboxStartError) as exc:
         return usage_error("verify", str(exc))
@@ -262,6 +264,16 @@ def add_timeout_option(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="seconds per run of the reference or the candidate; a candidate past it is killed (default: 60)",
     )
+
+
+def interrupted() -> bool:
+    """Whether Ctrl-C or a termination signal asked the running command to stop (long work polls it)."""
+    return interrupts.requested()
+
+
+def interrupted_exit_code(stop: KeyboardInterrupt) -> int:
+    """The exit code of a command that a signal stopped (130 for Ctrl-C, 143 for SIGTERM)."""
+    return interrupts.exit_code(stop)
 
 
 def usage_error(command: str, message: str) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from model_server.backends.base import Backend, BackendError, Generated, GenerationRequest
+from model_server.backends.base import Backend, BackendError, Batch, Generated, GenerationRequest, collect
 
 BACKENDS = ("inductor", "openai", "transformers", "vllm")
 
@@ -55,4 +55,14 @@ def create_backend(config: BackendConfig) -> Backend:
     raise BackendError(f"unknown backend `{config.name}`; available: {', '.join(BACKENDS)}")
 
 
-__all__ = ["BACKENDS", "Backend", "BackendConfig", "BackendError", "Generated", "GenerationRequest", "create_backend"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendConfig",
+    "BackendError",
+    "Batch",
+    "Generated",
+    "GenerationRequest",
+    "collect",
+    "create_backend",
+]

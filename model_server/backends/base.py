@@ -1,12 +1,14 @@
-"""What every backend provides: its models, and candidates for a task (fresh or as a repair)."""
+"""What every backend provides: its models, and candidates for a task (fresh or as a repair), yielded in
+batches as they are ready."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
+
+from verifier import Task
 
 
 class BackendError(Exception):
@@ -17,18 +19,12 @@ class BackendError(Exception):
 class GenerationRequest:
     """One round of generation: the task, how many candidates, and the reports of the last round's failures."""
 
-    task: Path
+    task: Task
     samples: int
     device: str
     round: int = 1
     feedback: list[dict] = field(default_factory=list)
     deadline: float | None = None  # time.monotonic() by which generation must return
-    # Where a backend can hand over candidates that are ready before the rest (the loop starts verifying them
-    # while it generates on); `generate` then returns only the rest. Backends that cannot, ignore it.
-    early: Callable[[list[Generated]], None] | None = None
-    # Why the backend made fewer candidates than asked (a variant it could not make, a compile that failed),
-    # one short line each, for the user's progress line; filled by `generate`.
-    shortfall: list[str] = field(default_factory=list)
     # Sampling of model backends (their own defaults where None); backends without a model ignore them.
     temperature: float | None = None
     max_tokens: int | None = None
@@ -54,6 +50,17 @@ class Generated:
     policy: str = "strict"
 
 
+@dataclass(frozen=True)
+class Batch:
+    """Candidates a backend has ready. `more`: it goes on generating (the loop verifies these meanwhile).
+    `not_made`: why it made fewer candidates than asked (a variant it could not make, a compile that failed),
+    one short line each, for the user's progress line."""
+
+    candidates: list[Generated]
+    more: bool = False
+    not_made: tuple[str, ...] = ()
+
+
 class Backend(Protocol):
     name: str
 
@@ -61,6 +68,18 @@ class Backend(Protocol):
         """Model ids this backend serves (listed at /v1/models)."""
         ...
 
-    def generate(self, request: GenerationRequest) -> list[Generated]:
-        """Candidates (KernelBench `ModelNew` modules), at most `request.samples` of them."""
+    def generate(self, request: GenerationRequest) -> Iterator[Batch]:
+        """Candidates (KernelBench `ModelNew` modules), at most `request.samples` of them in all, in batches as
+        they are ready; nothing at all when the backend has nothing new to try."""
         ...
+
+
+def collect(backend: Backend, request: GenerationRequest) -> tuple[list[Generated], list[str]]:
+    """All of a round's candidates at once, and why fewer were made than asked: for callers that do not verify
+    while the backend generates (training's data and evaluation)."""
+    candidates: list[Generated] = []
+    not_made: list[str] = []
+    for batch in backend.generate(request):
+        candidates.extend(batch.candidates)
+        not_made.extend(batch.not_made)
+    return candidates[: request.samples], not_made

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
 import sys
-import tempfile
 import threading
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from model_server.backends.base import BackendError, Generated, GenerationRequest
+from model_server.backends.base import BackendError, Batch, Generated, GenerationRequest
 from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, rewrite, uses_library
-from verifier.cache import cache_dir, inductor_cache_dir
-from verifier.host import gpu_lock, isolation
-from verifier.host.limits import Limits, default_memory_limit
+from verifier import cache_dir, default_memory_limit, inductor_cache_dir, run_isolated
 
 CAPTURE_FORMAT = 6  # bump when what `capture` records changes, so cached captures are made again
 # Inductor compiles in a pool of 16 worker processes by default, started while it imports: for the few kernels
@@ -72,38 +69,38 @@ class InductorBackend:
     def models(self) -> list[str]:
         return ["inductor"]
 
-    def generate(self, request: GenerationRequest) -> list[Generated]:
+    def generate(self, request: GenerationRequest) -> Iterator[Batch]:
         if request.round > 1 and not request.feedback:
-            return []
+            return
         handed: list[Generated] = []
-        captures = self._captures(request, handed)
+        captures = yield from self._captures(request, handed)
         made, refusals = self._candidates(captures, request)
         if not made:
-            raise BackendError(f"the inductor backend cannot convert {request.task.name}: {'; '.join(refusals)}")
-        request.shortfall.extend(refusals)
+            raise BackendError(f"the inductor backend cannot convert {request.task.origin}: {'; '.join(refusals)}")
         if request.round == 1:
             early = {g.label for g in handed}
-            return [generated for _, generated in made[: request.samples] if generated.label not in early]
+            rest = [generated for _, generated in made[: request.samples] if generated.label not in early]
+            yield Batch(rest, not_made=tuple(refusals))
+            return
         tried = {planned.variant.label for planned, _ in made[: request.samples]}
         failed = {item.get("label") for item in request.feedback}
         fallbacks = [planned.fallback for planned, _ in made if planned.variant.label in failed and planned.fallback]
         by_label = {planned.variant.label: generated for planned, generated in made}
         retries = [by_label[label] for label in dict.fromkeys(fallbacks) if label in by_label and label not in tried]
-        return retries[: request.samples]
+        yield Batch(retries[: request.samples], not_made=tuple(refusals))
 
     # ------------------------------------------------------------ candidates from captures
 
     def _candidates(self, captures: dict[str, dict], request: GenerationRequest):
         """(planned, generated) for every variant that rewrites, in order; and why the others could not (a
         rewrite's refusal, a capture's error; not a templates compile stopped because nothing needed it)."""
-        task_source = request.task.read_text()
         made, refusals = [], []
         for planned in _plan(captures):
             captured = captures.get(planned.mode)
             if captured is None or "error" in captured:
                 continue
             try:
-                source = rewrite(captured, task_source, request.task.name, planned.variant)
+                source = rewrite(captured, request.task.source, request.task.file_name, planned.variant)
             except RewriteError as exc:
                 refusals.append(f"{planned.variant.label}: {exc}")
                 continue
@@ -114,14 +111,14 @@ class InductorBackend:
 
     # ------------------------------------------------------------ captures
 
-    def _captures(self, request: GenerationRequest, handed: list[Generated]) -> dict[str, dict]:
-        """Inductor's output for each mode this device has, run in parallel, each from the cache if it is there.
-        The templates compile is stopped as soon as the default one shows no library call (it would only hold
-        CPUs and GPU memory that verification needs). While it runs on, the default capture's candidates that
-        are sure to be among those returned go to `request.early` (and into `handed`). A templates compile that
-        fails (time, memory) leaves the default capture's candidates."""
+    def _captures(self, request: GenerationRequest, handed: list[Generated]) -> Iterator[Batch]:
+        """Inductor's output for each mode this device has (the generator's return value), run in parallel,
+        each from the cache if it is there. The templates compile is stopped as soon as the default one shows no
+        library call (it would only hold CPUs and GPU memory that verification needs). While it runs on, the
+        default capture's candidates that are sure to be among those returned are yielded (and kept in `handed`).
+        A templates compile that fails (time, memory) leaves the default capture's candidates."""
         modes = ["default", "templates"] if request.device == "cuda" else ["default"]
-        task_source = request.task.read_bytes()
+        task_source = request.task.source.encode()
         unneeded = threading.Event()
         with ThreadPoolExecutor(max_workers=len(modes)) as pool:
             running = {mode: pool.submit(self._capture, request, task_source, mode, unneeded) for mode in modes}
@@ -130,26 +127,26 @@ class InductorBackend:
                 unneeded.set()
             templates = running.get("templates")
             if templates is not None and not templates.done():
-                self._hand_over_early(default, request, handed)
+                handed.extend(self._early_candidates(default, request))
+                if handed:
+                    yield Batch(list(handed), more=True)
             captures = {"default": default}
             if templates is not None:
                 captures["templates"] = _failure_as_error(templates, "error" not in default)
         if all("error" in c for c in captures.values()):
             reasons = "; ".join(c["error"] for c in captures.values())
-            raise BackendError(f"the inductor backend cannot convert {request.task.name}: {reasons}")
+            raise BackendError(f"the inductor backend cannot convert {request.task.origin}: {reasons}")
         return captures
 
-    def _hand_over_early(self, default: dict, request: GenerationRequest, handed: list[Generated]) -> None:
-        """Give `request.early` the default capture's hybrid candidate, where it will be among the first
-        `request.samples` whatever the templates compile brings (`_plan` ranks it at worst HYBRID_RANK)."""
-        if request.early is None or request.round != 1 or request.samples < HYBRID_RANK:
-            return
+    def _early_candidates(self, default: dict, request: GenerationRequest) -> list[Generated]:
+        """The default capture's hybrid candidate, where it will be among the first `request.samples` whatever
+        the templates compile brings (`_plan` ranks it at worst HYBRID_RANK)."""
+        if request.round != 1 or request.samples < HYBRID_RANK:
+            return []
         if "error" in default or not uses_library(default):
-            return
+            return []
         made, _ = self._candidates({"default": default}, request)
-        handed.extend(generated for _, generated in made)
-        if handed:
-            request.early(list(handed))
+        return [generated for _, generated in made]
 
     def _capture(self, request: GenerationRequest, task_source: bytes, mode: str, unneeded: threading.Event) -> dict:
         key = _cache_key(task_source, request.device, mode)
@@ -187,36 +184,37 @@ class InductorBackend:
         seconds = request.seconds_left(self.timeout if mode == "default" else min(self.timeout, TEMPLATES_SECONDS))
         if seconds < 1:
             raise BackendError("the deadline passed before Inductor could compile the task")
-        task = request.task.resolve()
-        flags, pooled = _capture_flags(mode, task.read_text())
-        program = [sys.executable, "-m", "model_server.inductor.capture", str(task), "--device", request.device, *flags]
-        limits = Limits(seconds, default_memory_limit())
+        task = request.task
+        flags, pooled = _capture_flags(mode, task.source)
         cache = inductor_cache_dir()
         cache.mkdir(parents=True, exist_ok=True)
         env = {"TORCHINDUCTOR_CACHE_DIR": str(cache)}
         if not pooled:
             env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+
+        def program(folder: str) -> list[str]:
+            path = str(Path(folder, task.file_name))
+            return [sys.executable, "-m", "model_server.inductor.capture", path, "--device", request.device, *flags]
+
         # the GPU is shared with correctness runs, and no timing runs meanwhile (Inductor autotunes on it)
-        lock = gpu_lock.measuring() if alone else gpu_lock.sharing()
-        with tempfile.TemporaryDirectory(prefix="tritonize-capture-") as scratch:
-            launch = isolation.prepare(
-                program,
-                device=request.device,
-                host_scratch=Path(scratch),
-                readonly=[str(task)],
-                writable=[str(cache)],
-                packages=("verifier", "model_server"),
-                env=env,
-            )
-            with lock if request.device == "cuda" else contextlib.nullcontext():
-                done = isolation.run_limited(launch, limits, stop)
+        done = run_isolated(
+            program,
+            device=request.device,
+            seconds=seconds,
+            files={task.file_name: task.source},
+            writable=[str(cache)],
+            packages=("verifier", "model_server"),
+            env=env,
+            stop=stop,
+            gpu_alone=alone,
+        )
         if done.exceeded == "stopped":
             return {"error": "not needed: Inductor's default kernels make no library call", "stopped": True}
         if done.exceeded == "timeout":
             raise BackendError(f"Inductor did not finish compiling the task within {seconds:.0f} s")
         if done.exceeded == "memory":
             raise BackendError(
-                f"Inductor's compile used more than {limits.memory // 2**20} MiB of memory and was stopped"
+                f"Inductor's compile used more than {default_memory_limit() // 2**20} MiB of memory and was stopped"
             )
         lines = done.stdout.strip().splitlines()
         try:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from model_server import prompts
-from model_server.backends.base import BackendError, Generated, GenerationRequest
+from model_server.backends.base import BackendError, Batch, Generated, GenerationRequest
 
 
 def check_profile(profile: str) -> str:
@@ -42,12 +44,11 @@ class TextBackend:
     def models(self) -> list[str]:
         return [self.model_id]
 
-    def generate(self, request: GenerationRequest) -> list[Generated]:
-        task = request.task.read_text()
+    def generate(self, request: GenerationRequest) -> Iterator[Batch]:
         replies = []
-        for messages, count in conversations(self.profile, task, request):
+        for messages, count in conversations(self.profile, request.task.source, request):
             replies.extend(self.chat(messages, count, request.max_tokens, request.temperature))
-        return candidates_from_replies(self.profile, replies)
+        yield Batch(candidates_from_replies(self.profile, replies))
 
     def chat(self, messages: list[dict], n: int = 1, max_tokens: int | None = None, temperature: float | None = None):
         """`n` sampled replies to a conversation (the last message as a raw prompt for the `kernelllm` profile)."""

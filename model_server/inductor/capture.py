@@ -72,7 +72,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
     from torch._inductor.graph import GraphLowering
     from torch._inductor.runtime import triton_helpers
 
-    from verifier.sandbox.task_code import flatten, full_precision, load_module, seed_everything, trial_inputs
+    from verifier import flatten, full_precision, load_module, seed_everything, trial_inputs
 
     full_precision()
     if device == "cpu":

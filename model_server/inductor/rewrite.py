@@ -16,7 +16,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from verifier.audit.source_index import SourceIndex
+from verifier.audit import SourceIndex
 
 LIBDEVICE_ON_INTERPRETER = {"abs", "ceil", "cos", "erf", "exp", "exp2", "floor", "fma", "log", "log2", "rsqrt"}
 LIBDEVICE_ON_INTERPRETER |= {"sin", "sqrt", "div_rn", "fdiv", "sqrt_rn"}

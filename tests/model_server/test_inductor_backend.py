@@ -8,10 +8,13 @@ from concurrent.futures import Future
 
 import pytest
 
-from model_server.backends import BackendConfig, BackendError, GenerationRequest, create_backend, inductor
+from model_server.api import ConvertRequest
+from model_server.backends import BackendConfig, BackendError, GenerationRequest, collect, create_backend, inductor
 from model_server.backends.inductor import InductorBackend
-from model_server.loop import ConvertOptions, convert
+from model_server.loop import convert
 from tests.conftest import FIXTURES
+from tests.sources import pair
+from verifier import Task
 from verifier.audit.anti_hacking import check_candidate
 from verifier.host.pool import VerifierPool
 
@@ -27,7 +30,9 @@ def pool():
 @pytest.mark.slow
 @pytest.mark.parametrize("task", ["relu", "row_sum", "softmax", "layernorm", "scale", "cumsum", "instancenorm"])
 def test_candidates_stand_alone_and_verify_correct(task, pool, tmp_path):
-    [generated] = create_backend(BackendConfig("inductor")).generate(GenerationRequest(TASKS / f"{task}.py", 4, "cpu"))
+    [generated] = collect(
+        create_backend(BackendConfig("inductor")), GenerationRequest(Task.from_file(TASKS / f"{task}.py"), 4, "cpu")
+    )[0]
     assert (generated.label, generated.policy) == ("Inductor's default kernels", "strict")
     source = generated.source
     assert "_inductor" not in source and "triton_heuristics" not in source
@@ -35,7 +40,7 @@ def test_candidates_stand_alone_and_verify_correct(task, pool, tmp_path):
     assert [f for f in check_candidate(source) if f.severity == "error"] == []
     candidate = tmp_path / f"{task}_triton.py"
     candidate.write_text(source)
-    report = pool.verify(TASKS / f"{task}.py", candidate, trials=2)
+    report = pool.verify(*pair(TASKS / f"{task}.py", candidate), trials=2)
     assert report.passed, report.summary()
     assert report.kernels and all("_kernel_" in name for name in report.kernels)
 
@@ -49,22 +54,26 @@ def test_a_clamp_and_relu_keep_nans_with_tls_max_and_min_instead_of_inductors_he
         "    x = torch.randn(8, 64)\n    x[::3, ::5] = float('nan')\n    return [x]\n\n\n"
         "def get_init_inputs():\n    return []\n"
     )
-    [generated] = InductorBackend(cache=tmp_path / "cache").generate(GenerationRequest(task, 1, "cpu"))
+    [generated] = collect(InductorBackend(cache=tmp_path / "cache"), GenerationRequest(Task.from_file(task), 1, "cpu"))[
+        0
+    ]
     assert "propagate_nan=tl.PropagateNan.ALL" in generated.source
     assert "def maximum" not in generated.source and "def minimum" not in generated.source
     candidate = tmp_path / "clamp_relu_triton.py"
     candidate.write_text(generated.source)
-    assert pool.verify(task, candidate, trials=2).passed
+    assert pool.verify(*pair(task, candidate), trials=2).passed
     dropped = tmp_path / "nans_dropped.py"
     dropped.write_text(generated.source.replace("tl.PropagateNan.ALL", "tl.PropagateNan.NONE"))
-    report = pool.verify(task, dropped, trials=2)
+    report = pool.verify(*pair(task, dropped), trials=2)
     assert report.verdict == "incorrect" and "NaN" in report.message, report.summary()
 
 
 @pytest.mark.slow
 def test_a_library_matmul_is_refused_with_the_op_named():
     with pytest.raises(BackendError, match=r"extern_kernels\.mm.*library call rather than a Triton kernel"):
-        create_backend(BackendConfig("inductor")).generate(GenerationRequest(TASKS / "matmul.py", 4, "cpu"))
+        collect(
+            create_backend(BackendConfig("inductor")), GenerationRequest(Task.from_file(TASKS / "matmul.py"), 4, "cpu")
+        )[0]
 
 
 def test_unknown_backends_are_named_with_the_ones_that_exist():
@@ -74,7 +83,10 @@ def test_unknown_backends_are_named_with_the_ones_that_exist():
 
 def test_repair_rounds_get_nothing_from_a_deterministic_backend():
     assert (
-        create_backend(BackendConfig("inductor")).generate(GenerationRequest(TASKS / "relu.py", 4, "cpu", round=2))
+        collect(
+            create_backend(BackendConfig("inductor")),
+            GenerationRequest(Task.from_file(TASKS / "relu.py"), 4, "cpu", round=2),
+        )[0]
         == []
     )
 
@@ -88,14 +100,14 @@ def test_a_libdevice_function_the_interpreter_lacks_is_named(tmp_path):
         "def get_init_inputs():\n    return []\n"
     )
     with pytest.raises(BackendError, match=r"needs `libdevice\.cyl_bessel_i0`.*convert this task on a GPU"):
-        create_backend(BackendConfig("inductor")).generate(GenerationRequest(task, 1, "cpu"))
+        collect(create_backend(BackendConfig("inductor")), GenerationRequest(Task.from_file(task), 1, "cpu"))[0]
 
 
 def test_a_task_that_never_finishes_loading_is_stopped_at_the_time_limit(tmp_path):
     task = tmp_path / "spins.py"
     task.write_text((TASKS / "relu.py").read_text() + "\nwhile True:\n    pass\n")
     with pytest.raises(BackendError, match="did not finish compiling the task within 3 s"):
-        InductorBackend(timeout=3).generate(GenerationRequest(task, 4, "cpu"))
+        collect(InductorBackend(timeout=3), GenerationRequest(Task.from_file(task), 4, "cpu"))[0]
 
 
 def test_the_templates_compile_has_a_shorter_limit_than_the_default_one(tmp_path, monkeypatch):
@@ -107,7 +119,7 @@ def test_the_templates_compile_has_a_shorter_limit_than_the_default_one(tmp_path
     backend = InductorBackend(timeout=600, cache=tmp_path)
     started = time.monotonic()
     with pytest.raises(BackendError, match="within 2 s"):
-        backend._run_capture(GenerationRequest(task, 4, "cpu"), "templates", None)
+        backend._run_capture(GenerationRequest(Task.from_file(task), 4, "cpu"), "templates", None)
     assert time.monotonic() - started < 30
     assert str(inductor._failure_as_error(_failed(BackendError("late")), default_ok=True)["error"]).endswith("late")
 
@@ -124,7 +136,7 @@ def test_running_out_of_gpu_memory_is_named_and_not_cached(tmp_path):
     assert "OutOfMemoryError" in task.read_text()
     backend = InductorBackend(cache=tmp_path / "cache")
     with pytest.raises(BackendError, match="the GPU ran out of memory: OutOfMemoryError: CUDA out of memory"):
-        backend.generate(GenerationRequest(task, 1, "cpu"))
+        collect(backend, GenerationRequest(Task.from_file(task), 1, "cpu"))[0]
     assert not list((tmp_path / "cache").glob("*.json"))
 
 
@@ -139,10 +151,12 @@ def test_a_capture_out_of_gpu_memory_runs_again_with_the_gpu_alone(tmp_path, mon
 
     monkeypatch.setattr(InductorBackend, "_run_capture_once", run_once)
     backend = InductorBackend(cache=tmp_path)
-    assert backend._run_capture(GenerationRequest(TASKS / "relu.py", 4, "cuda"), "templates", None) == {"wrapper": "ok"}
+    assert backend._run_capture(GenerationRequest(Task.from_file(TASKS / "relu.py"), 4, "cuda"), "templates", None) == {
+        "wrapper": "ok"
+    }
     assert runs == [False, True]
     runs.clear()
-    backend._run_capture(GenerationRequest(TASKS / "relu.py", 4, "cpu"), "default", None)
+    backend._run_capture(GenerationRequest(Task.from_file(TASKS / "relu.py"), 4, "cpu"), "default", None)
     assert runs == [False]
 
 
@@ -155,12 +169,14 @@ def _failed(exc: Exception) -> Future:
 @pytest.mark.slow
 def test_a_library_matmul_with_a_train_mode_batchnorm_becomes_a_correct_hybrid(pool, tmp_path):
     task = TASKS / "linear_batchnorm_train.py"
-    [generated] = InductorBackend(cache=tmp_path / "cache").generate(GenerationRequest(task, 4, "cpu"))
+    [generated] = collect(InductorBackend(cache=tmp_path / "cache"), GenerationRequest(Task.from_file(task), 4, "cpu"))[
+        0
+    ]
     assert generated.policy == "hybrid" and "library call" in generated.label
     assert "torch.addmm(" in generated.source and "self.bn.running_mean" in generated.source
     candidate = tmp_path / "hybrid.py"
     candidate.write_text(generated.source)
-    report = pool.verify(task, candidate, trials=2, policy="hybrid")
+    report = pool.verify(*pair(task, candidate), trials=2, policy="hybrid")
     assert report.verdict == "correct" and report.reward == 0.0, report.summary()
     assert 0.0 < report.coverage < 1.0
 
@@ -173,32 +189,34 @@ def test_forward_refuses_shapes_and_scalars_other_than_the_examples(pool, tmp_pa
         "        return x * s\n\n\ndef get_inputs():\n    return [torch.randn(8, 16), 2.5]\n\n\n"
         "def get_init_inputs():\n    return []\n"
     )
-    [generated] = InductorBackend(cache=tmp_path / "cache").generate(GenerationRequest(task, 1, "cpu"))
+    [generated] = collect(InductorBackend(cache=tmp_path / "cache"), GenerationRequest(Task.from_file(task), 1, "cpu"))[
+        0
+    ]
     candidate = tmp_path / "scaled_triton.py"
     candidate.write_text(generated.source)
-    assert pool.verify(task, candidate, trials=1).passed
+    assert pool.verify(*pair(task, candidate), trials=1).passed
     other_shape = tmp_path / "other_shape.py"
     other_shape.write_text(task.read_text().replace("torch.randn(8, 16)", "torch.randn(4, 16)"))
-    report = pool.verify(other_shape, candidate, trials=1)
+    report = pool.verify(*pair(other_shape, candidate), trials=1)
     assert report.verdict == "runtime_error"
     assert (
         "generated for `x` of shape (8, 16), strides (16, 1) and torch.float32, but got shape (4, 16)" in report.message
     )
     other_scalar = tmp_path / "other_scalar.py"
     other_scalar.write_text(task.read_text().replace("2.5]", "3.0]"))
-    report = pool.verify(other_scalar, candidate, trials=1)
+    report = pool.verify(*pair(other_scalar, candidate), trials=1)
     assert report.verdict == "runtime_error" and "generated for s == 2.5, got 3.0" in report.message
 
 
 @pytest.mark.slow
 def test_a_second_conversion_of_the_same_task_reads_the_cached_capture(tmp_path):
     backend = InductorBackend(cache=tmp_path / "cache")
-    request = GenerationRequest(TASKS / "relu.py", 1, "cpu")
-    [first] = backend.generate(request)
+    request = GenerationRequest(Task.from_file(TASKS / "relu.py"), 1, "cpu")
+    [first] = collect(backend, request)[0]
     [cached] = list((tmp_path / "cache").glob("*.json"))
     capture = json.loads(cached.read_text())
     cached.write_text(json.dumps({**capture, "torch": "from-the-cache"}))
-    [second] = backend.generate(request)
+    [second] = collect(backend, request)[0]
     assert (
         "from-the-cache" in second.source and second.source.replace("from-the-cache", capture["torch"]) == first.source
     )
@@ -247,18 +265,21 @@ def test_the_deadline_bounds_inductors_compile(tmp_path):
     task = tmp_path / "spins.py"
     task.write_text((TASKS / "relu.py").read_text() + "\nwhile True:\n    pass\n")
     started = time.monotonic()
-    request = GenerationRequest(task, 4, "cpu", deadline=started + 3)
+    request = GenerationRequest(Task.from_file(task), 4, "cpu", deadline=started + 3)
     with pytest.raises(BackendError, match="did not finish compiling the task within 3 s"):
-        InductorBackend(cache=tmp_path / "cache").generate(request)
+        collect(InductorBackend(cache=tmp_path / "cache"), request)[0]
     assert time.monotonic() - started < 20
     with pytest.raises(BackendError, match="the deadline passed before Inductor could compile the task"):
-        InductorBackend(cache=tmp_path / "cache").generate(GenerationRequest(task, 4, "cpu", deadline=started))
+        collect(
+            InductorBackend(cache=tmp_path / "cache"),
+            GenerationRequest(Task.from_file(task), 4, "cpu", deadline=started),
+        )[0]
 
 
 @pytest.mark.gpu
 def test_on_a_gpu_the_templates_compile_is_stopped_when_the_default_kernels_call_no_library(tmp_path):
     backend = InductorBackend(cache=tmp_path)
-    captures = backend._captures(GenerationRequest(TASKS / "relu.py", 4, "cuda"), [])
+    captures = _returned(backend._captures(GenerationRequest(Task.from_file(TASKS / "relu.py"), 4, "cuda"), []))
     assert "error" not in captures["default"]
     stopped = captures["templates"].get("stopped")  # else it finished first: with no matmul it is a quick compile
     assert stopped or "error" not in captures["templates"], captures["templates"]
@@ -272,9 +293,9 @@ def test_on_a_gpu_a_long_k_matmul_converts_to_an_all_triton_tf32x3_template(tmp_
     """Its tf32x3 templates add in another order (and more exactly) than cuBLAS: they miss the fp32 tolerance
     where outputs cancel, and verify on the float64 second opinion; the fastest template is chosen."""
     task = FIXTURES / "gpu" / "matmul_long_k.py"
-    options = ConvertOptions(samples=4, rounds=1, trials=2)
+    request = ConvertRequest(task=task.read_text(), task_name=task.stem, samples=4, rounds=1, trials=2)
     with VerifierPool(size=2, device="cuda") as gpu:
-        outcome = convert(task, InductorBackend(cache=tmp_path), gpu, options)
+        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
     verdicts = {a.label: (a.report.verdict, a.report.message) for a in outcome.attempts}
     tf32x3 = [a for a in outcome.attempts if "tf32x3" in a.label]  # a bare matmul has no hybrid: 3 of 4 tf32x3
     assert len(tf32x3) == 3 and all(a.report.verdict == "correct" for a in tf32x3), verdicts
@@ -320,10 +341,20 @@ def test_on_a_gpu_the_hybrid_is_verified_while_the_templates_compile(tmp_path):
     task = FIXTURES / "gpu" / "linear_relu.py"
     events: list[dict] = []
     with VerifierPool(size=2, device="cuda") as gpu:
-        outcome = convert(task, SlowTemplates(cache=tmp_path), gpu, ConvertOptions(samples=4, rounds=1), events.append)
+        request = ConvertRequest(task=task.read_text(), task_name=task.stem, samples=4, rounds=1, policy="hybrid")
+        outcome = convert(request, SlowTemplates(cache=tmp_path), gpu, events.append)
     notes = [e["text"] for e in events if e["event"] == "note"]
     assert "still generating" in notes[0] and "1. Inductor's default: library call + fused Triton [hybrid]" in notes[0]
     assert "3 more candidates (4 in all)" in notes[1] or "3 more candidates in" in notes[1], notes
     first = outcome.attempts[0]
     assert first.policy == "hybrid" and first.report.verdict == "correct", first.report.message
     assert first.report.timing is not None and outcome.best is not None
+
+
+def _returned(generator):
+    """What a generator returns, once it has yielded everything."""
+    while True:
+        try:
+            next(generator)
+        except StopIteration as stop:
+            return stop.value

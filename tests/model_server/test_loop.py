@@ -9,18 +9,26 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from model_server.backends import BackendError, Generated, GenerationRequest
-from model_server.loop import Attempt, ConvertError, ConvertOptions, _choose, convert
+from model_server.api import ConvertRequest
+from model_server.backends import BackendError, Batch, Generated, GenerationRequest
+from model_server.loop import Attempt, ConvertError, _choose, convert
 from tests.conftest import FIXTURES
+from tests.sources import pair
 from verifier.host.pool import VerifierPool
 from verifier.report import Report
 
 TASKS = FIXTURES / "tasks"
 CANDIDATES = FIXTURES / "candidates"
+
+
+def _request(task: Path, **options) -> ConvertRequest:
+    """The request for the task in `task`'s file, as the command line makes it."""
+    return ConvertRequest(task=task.read_text(), task_name=task.stem, **options)
 
 
 class ScriptedBackend:
@@ -35,10 +43,11 @@ class ScriptedBackend:
     def models(self) -> list[str]:
         return ["scripted"]
 
-    def generate(self, request: GenerationRequest) -> list[Generated]:
+    def generate(self, request: GenerationRequest) -> Iterator[Batch]:
         self.requests.append(request)
         sources = self.rounds[request.round - 1] if request.round <= len(self.rounds) else []
-        return [Generated(source) for source in sources]
+        if sources:
+            yield Batch([Generated(source) for source in sources])
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +65,7 @@ def test_failures_are_fed_back_and_the_repaired_candidate_wins(pool):
     assert _wrong_relu() != correct
     backend = ScriptedBackend([[_wrong_relu()], [correct]])
     events: list[dict] = []
-    outcome = convert(TASKS / "relu.py", backend, pool, ConvertOptions(samples=2, rounds=3, trials=2), events.append)
+    outcome = convert(_request(TASKS / "relu.py", samples=2, rounds=3, trials=2), backend, pool, events.append)
     assert [a.report.verdict for a in outcome.attempts] == ["incorrect", "correct"]
     assert outcome.best is outcome.attempts[1] and outcome.best.round == 2
     [feedback] = backend.requests[1].feedback
@@ -71,15 +80,15 @@ def test_the_sandboxes_start_while_the_backend_generates():
     with VerifierPool(size=2, device="cpu") as fresh:
 
         class WaitingBackend(ScriptedBackend):
-            def generate(self, request: GenerationRequest) -> list[Generated]:
+            def generate(self, request: GenerationRequest) -> Iterator[Batch]:
                 zygotes = [z for slot in fresh._slots for z in (slot.reference, slot.candidate)]
                 waited = time.monotonic() + 120
                 while not all(z.running for z in zygotes) and time.monotonic() < waited:
                     time.sleep(0.1)
-                return super().generate(request)
+                yield from super().generate(request)
 
         backend = WaitingBackend([[(CANDIDATES / "relu_ok.py").read_text()]])
-        outcome = convert(TASKS / "relu.py", backend, fresh, ConvertOptions(samples=1, rounds=1, trials=1))
+        outcome = convert(_request(TASKS / "relu.py", samples=1, rounds=1, trials=1), backend, fresh)
     assert outcome.best is not None, outcome.attempts[0].report.message
     assert outcome.best.report.phases["start_s"] == 0
 
@@ -91,11 +100,11 @@ class RecordingPool(VerifierPool):
         super().__init__(*args, **kwargs)
         self.ended: dict[str, float] = {}
 
-    def verify(self, task, candidate, cancelled=None, **options):
+    def verify(self, task, candidate, options=None, **keywords):
         try:
-            return super().verify(task, candidate, cancelled, **options)
+            return super().verify(task, candidate, options, **keywords)
         finally:
-            self.ended[Path(candidate).name] = time.monotonic()
+            self.ended[keywords["candidate_origin"]] = time.monotonic()
 
 
 def test_candidates_handed_over_early_are_verified_while_the_backend_generates():
@@ -103,18 +112,18 @@ def test_candidates_handed_over_early_are_verified_while_the_backend_generates()
     with RecordingPool(size=2, device="cpu") as recording:
 
         class EarlyBackend(ScriptedBackend):
-            def generate(self, request: GenerationRequest) -> list[Generated]:
-                request.early([Generated(correct, "ready first")])
+            def generate(self, request: GenerationRequest) -> Iterator[Batch]:
+                yield Batch([Generated(correct, "ready first")], more=True)
                 waited = time.monotonic() + 120
                 while "candidate_r1_1.py" not in recording.ended and time.monotonic() < waited:
                     time.sleep(0.1)
                 self.returned = time.monotonic()
-                return [Generated(_wrong_relu(), "ready last")]
+                yield Batch([Generated(_wrong_relu(), "ready last")])
 
         backend = EarlyBackend([])
         events: list[dict] = []
-        options = ConvertOptions(samples=4, rounds=1, trials=1)
-        outcome = convert(TASKS / "relu.py", backend, recording, options, emit=events.append)
+        options = dict(samples=4, rounds=1, trials=1)
+        outcome = convert(_request(TASKS / "relu.py", **options), backend, recording, emit=events.append)
         assert not recording.shared.timing_lock.locked()
     assert recording.ended["candidate_r1_1.py"] < backend.returned
     assert [(a.index, a.label, a.report.verdict) for a in outcome.attempts] == [
@@ -130,13 +139,15 @@ def test_candidates_handed_over_early_are_verified_while_the_backend_generates()
 
 def test_the_progress_line_says_why_the_backend_made_fewer_candidates_than_asked(pool):
     class ShortBackend(ScriptedBackend):
-        def generate(self, request: GenerationRequest) -> list[Generated]:
-            request.shortfall.append("templates: Inductor did not finish compiling the task within 45 s")
-            return super().generate(request)
+        def generate(self, request: GenerationRequest) -> Iterator[Batch]:
+            for batch in super().generate(request):
+                yield Batch(
+                    batch.candidates, not_made=("templates: Inductor did not finish compiling the task within 45 s",)
+                )
 
     events: list[dict] = []
-    options = ConvertOptions(samples=3, rounds=1, trials=1)
-    convert(TASKS / "relu.py", ShortBackend([[_wrong_relu()]]), pool, options, events.append)
+    options = dict(samples=3, rounds=1, trials=1)
+    convert(_request(TASKS / "relu.py", **options), ShortBackend([[_wrong_relu()]]), pool, events.append)
     [note] = [e["text"] for e in events if e["event"] == "note" and "made" in e["text"]]
     assert note.startswith(
         "round 1: scripted made 1 candidate of the 3 asked for (all the distinct ones it has for this task;"
@@ -146,13 +157,13 @@ def test_the_progress_line_says_why_the_backend_made_fewer_candidates_than_asked
 
 def test_cancelling_stops_before_any_work(pool):
     backend = ScriptedBackend([[_wrong_relu()]])
-    outcome = convert(TASKS / "relu.py", backend, pool, ConvertOptions(), cancelled=lambda: True)
+    outcome = convert(_request(TASKS / "relu.py"), backend, pool, cancelled=lambda: True)
     assert outcome.stopped == "cancelled" and outcome.attempts == [] and backend.requests == []
 
 
 def test_a_backend_with_nothing_to_offer_ends_without_a_winner(pool):
     events: list[dict] = []
-    outcome = convert(TASKS / "relu.py", ScriptedBackend([[]]), pool, ConvertOptions(), events.append)
+    outcome = convert(_request(TASKS / "relu.py"), ScriptedBackend([[]]), pool, events.append)
     assert outcome.best is None and outcome.attempts == []
     assert [e["event"] for e in events] == ["round", "note", "done"] and events[-1]["best"] is None
 
@@ -163,12 +174,14 @@ def test_a_backend_failure_in_the_first_round_is_a_convert_error(pool):
             raise BackendError("the model server at 127.0.0.1:9 refused the connection")
 
     with pytest.raises(ConvertError, match="refused the connection"):
-        convert(TASKS / "relu.py", Failing([]), pool, ConvertOptions())
+        convert(_request(TASKS / "relu.py"), Failing([]), pool)
 
 
 def test_bad_options_are_named():
-    with pytest.raises(ValueError, match="samples and rounds must be at least 1"):
-        ConvertOptions(samples=0)
+    with pytest.raises(ValueError, match="samples must be at least 1, got 0"):
+        _request(TASKS / "relu.py", samples=0)
+    with pytest.raises(ValueError, match="task_name must be a Python identifier"):
+        ConvertRequest(task="x", task_name="my-task")
 
 
 def _tritonize(*args: str) -> subprocess.CompletedProcess:
@@ -233,11 +246,11 @@ def test_a_deadline_that_passes_during_generation_skips_verification(pool):
     class Slow(ScriptedBackend):
         def generate(self, request):
             time.sleep(0.5)
-            return super().generate(request)
+            yield from super().generate(request)
 
     events: list[dict] = []
-    options = ConvertOptions(samples=3, rounds=2, deadline=0.3)
-    outcome = convert(TASKS / "relu.py", Slow([[_wrong_relu()] * 3] * 2), pool, options, events.append)
+    options = dict(samples=3, rounds=2, deadline=0.3)
+    outcome = convert(_request(TASKS / "relu.py", **options), Slow([[_wrong_relu()] * 3] * 2), pool, events.append)
     assert outcome.stopped == "deadline" and outcome.attempts == []
     assert [e["event"] for e in events] == ["round", "note", "done"] and events[-1]["stopped"] == "deadline"
 
@@ -247,11 +260,11 @@ def test_cancelling_kills_a_verification_in_flight(pool):
     cancel = threading.Event()
     threading.Timer(3.0, cancel.set).start()
     started = time.monotonic()
-    options = ConvertOptions(samples=1, rounds=2, timeout=120)
-    outcome = convert(TASKS / "add.py", ScriptedBackend([[hang]]), pool, options, cancelled=cancel.is_set)
+    options = dict(samples=1, rounds=2, timeout=120)
+    outcome = convert(_request(TASKS / "add.py", **options), ScriptedBackend([[hang]]), pool, cancelled=cancel.is_set)
     assert time.monotonic() - started < 30, "the hung candidate ran on after the cancel"
     assert outcome.stopped == "cancelled" and outcome.attempts == []
-    report = pool.verify(TASKS / "relu.py", CANDIDATES / "relu_ok.py", trials=1)
+    report = pool.verify(*pair(TASKS / "relu.py", CANDIDATES / "relu_ok.py"), trials=1)
     assert report.passed, "the pool recovers for the next verification"
 
 
@@ -261,14 +274,14 @@ def test_reaching_the_target_speedup_stops_before_the_repair_round():
     correct = (CANDIDATES / "relu_ok.py").read_text()
 
     class SlowBackend(ScriptedBackend):
-        def generate(self, request: GenerationRequest) -> list[Generated]:
+        def generate(self, request: GenerationRequest) -> Iterator[Batch]:
             time.sleep(20)  # what a model takes; the pool warms and times the baselines meanwhile
-            return super().generate(request)
+            yield from super().generate(request)
 
     backend = SlowBackend([[_wrong_relu(), correct], [correct]])
-    options = ConvertOptions(samples=2, rounds=2, trials=2, target_speedup=0.01)
+    options = dict(samples=2, rounds=2, trials=2, target_speedup=0.01)
     with VerifierPool(size=1, device="cuda") as gpu:
-        outcome = convert(TASKS / "relu.py", backend, gpu, options)
+        outcome = convert(_request(TASKS / "relu.py", **options), backend, gpu)
     assert outcome.stopped == "target_speedup" and len(backend.requests) == 1
     assert outcome.best is not None and outcome.best.report.timing["speedup_vs_eager"] > 0.01
     assert outcome.best.report.timing["baseline_cached"], outcome.best.report.timing
@@ -283,15 +296,15 @@ def _attempt(index: int, policy: str, ms: float | None, verdict: str = "correct"
 
 def test_an_all_triton_candidate_wins_unless_a_hybrid_is_meaningfully_faster():
     strict, hybrid = _attempt(1, "strict", 1.00), _attempt(2, "hybrid", 0.97)
-    assert _choose([strict, hybrid]) == (strict, "all Triton; the hybrid candidate is not 1.05x faster")
+    assert _choose([strict, hybrid], "hybrid") == (strict, "all Triton; the hybrid candidate is not 1.05x faster")
     much_faster = _attempt(3, "hybrid", 0.5)
-    best, why = _choose([strict, hybrid, much_faster])
+    best, why = _choose([strict, hybrid, much_faster], "hybrid")
     assert best is much_faster and why.endswith("2.00x faster than the fastest all-Triton candidate")
     failed = _attempt(4, "strict", None, verdict="incorrect")
-    best, why = _choose([failed, hybrid])
+    best, why = _choose([failed, hybrid], "hybrid")
     assert best is hybrid and why.endswith("no all-Triton candidate was correct")
-    assert _choose([failed]) == (None, "")
-    assert _choose([_attempt(5, "strict", None)])[1] == "correct", "on the CPU nothing is timed"
+    assert _choose([failed], "hybrid") == (None, "")
+    assert _choose([_attempt(5, "strict", None)], "hybrid")[1] == "correct", "on the CPU nothing is timed"
 
 
 def test_under_the_strict_policy_a_hybrid_candidate_is_never_chosen():
@@ -299,7 +312,7 @@ def test_under_the_strict_policy_a_hybrid_candidate_is_never_chosen():
     assert _choose([strict, much_faster], "strict")[0] is strict
     assert _choose([_attempt(3, "strict", None, verdict="incorrect"), much_faster], "strict") == (None, "")
     with pytest.raises(ValueError, match="policy must be strict or hybrid"):
-        ConvertOptions(policy="lenient")
+        _request(TASKS / "relu.py", policy="lenient")
 
 
 class _OneAtATimePool(VerifierPool):
@@ -326,10 +339,9 @@ def test_verifications_that_do_not_fit_beside_each_other_run_one_at_a_time():
     correct = (CANDIDATES / "relu_ok.py").read_text()
     with _OneAtATimePool() as narrow:
         outcome = convert(
-            TASKS / "relu.py",
+            _request(TASKS / "relu.py", samples=3, rounds=1, trials=2),
             ScriptedBackend([[correct, correct.replace("256", "128"), _wrong_relu()]]),
             narrow,
-            ConvertOptions(samples=3, rounds=1, trials=2),
             lambda event: None,
         )
         spans = sorted(narrow.spans)
@@ -347,7 +359,7 @@ class _SlowBaselinePool(_OneAtATimePool):
 
     baseline_done = math.inf
 
-    def time_baseline(self, task, cancelled=None, **options):
+    def time_baseline(self, task, options=None, **keywords):
         time.sleep(1.0)
         self.baseline_done = time.monotonic()
 
@@ -356,10 +368,9 @@ def test_a_second_verification_waits_for_the_baseline_that_says_whether_two_fit(
     correct = (CANDIDATES / "relu_ok.py").read_text()
     with _SlowBaselinePool() as pool:
         outcome = convert(
-            TASKS / "relu.py",
+            _request(TASKS / "relu.py", samples=2, rounds=1, trials=2),
             ScriptedBackend([[correct, correct.replace("256", "128")]]),
             pool,
-            ConvertOptions(samples=2, rounds=1, trials=2),
             lambda event: None,
         )
         (_, first_end), (second_start, _) = sorted(pool.spans)

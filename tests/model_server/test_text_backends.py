@@ -11,11 +11,12 @@ import sys
 import httpx
 import pytest
 
-from model_server.backends import BackendConfig, BackendError, GenerationRequest, create_backend
+from model_server.backends import BackendConfig, BackendError, GenerationRequest, collect, create_backend
 from model_server.prompts import messages
 from tests.conftest import FIXTURES
 from tests.model_server.test_app import start_server
 from tests.model_server.tiny_model import build_tiny_llama
+from verifier import Task
 
 RELU = FIXTURES / "tasks" / "relu.py"
 FAILING = {"compile_error", "rejected", "runtime_error", "crashed", "incorrect"}
@@ -76,7 +77,7 @@ def test_garbage_from_the_model_is_verified_and_repaired_cleanly(text_server):
 @pytest.mark.slow
 def test_the_openai_backend_talks_to_this_projects_own_server(text_server, tiny_model, tmp_path):
     backend = create_backend(BackendConfig("openai", str(tiny_model), "chat", base_url=f"{text_server}/v1"))
-    candidates = backend.generate(GenerationRequest(RELU, 2, "cpu"))
+    candidates = collect(backend, GenerationRequest(Task.from_file(RELU), 2, "cpu"))[0]
     assert len(candidates) == 2 and all(isinstance(c.source, str) and c.policy == "strict" for c in candidates)
     command = [sys.executable, "-m", "model_server", "convert"]
     command += [str(RELU), "--backend", "openai", "--model", str(tiny_model), "--base-url", f"{text_server}/v1"]
@@ -91,7 +92,7 @@ def test_the_openai_backend_talks_to_this_projects_own_server(text_server, tiny_
 def test_unreachable_servers_and_missing_models_are_named(tmp_path, monkeypatch):
     backend = create_backend(BackendConfig("openai", "m", base_url="http://127.0.0.1:9/v1"))
     with pytest.raises(BackendError, match=r"cannot reach the OpenAI-compatible server at http://127.0.0.1:9/v1"):
-        backend.generate(GenerationRequest(RELU, 1, "cpu"))
+        collect(backend, GenerationRequest(Task.from_file(RELU), 1, "cpu"))[0]
     with pytest.raises(BackendError, match=r"cannot load model directory `.*`"):
         create_backend(BackendConfig("transformers", str(tmp_path)))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

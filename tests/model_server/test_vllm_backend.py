@@ -14,9 +14,10 @@ import os
 
 import pytest
 
-from model_server.backends import BackendConfig, GenerationRequest, create_backend
+from model_server.backends import BackendConfig, GenerationRequest, collect, create_backend
 from tests.conftest import FIXTURES
 from tests.model_server.tiny_model import build_tiny_llama
+from verifier import Task
 
 pytestmark = [
     pytest.mark.slow,
@@ -29,7 +30,7 @@ def test_vllm_samples_n_candidates_from_a_local_model(tmp_path):
     model = build_tiny_llama(tmp_path / "tiny")
     backend = create_backend(BackendConfig("vllm", str(model), "chat"))
     try:
-        candidates = backend.generate(GenerationRequest(FIXTURES / "tasks" / "relu.py", 3, "cpu"))
+        candidates = collect(backend, GenerationRequest(Task.from_file(FIXTURES / "tasks" / "relu.py"), 3, "cpu"))[0]
         assert len(candidates) == 3 and all(isinstance(c.source, str) for c in candidates)
         assert len(backend.complete("import triton", n=2, max_tokens=8)) == 2
         assert backend.models() == [str(model)]

@@ -9,10 +9,11 @@ import datasets
 import pytest
 
 from model_server import prompts
-from model_server.backends.base import GenerationRequest
+from model_server.backends.base import GenerationRequest, collect
 from model_server.backends.text import TextBackend
 from tests.conftest import FIXTURES
 from training import data
+from verifier import Task
 
 TASKS = FIXTURES / "tasks"
 
@@ -39,7 +40,7 @@ class RecordingBackend(TextBackend):
 def test_training_prompts_are_exactly_what_serving_sends(profile):
     task = data.Task("0" * 16, "softmax", (TASKS / "softmax.py").read_text(), "x", ("softmax",), "train")
     backend = RecordingBackend(profile)
-    backend.generate(GenerationRequest(TASKS / "softmax.py", 1, "cpu"))
+    collect(backend, GenerationRequest(Task.from_file(TASKS / "softmax.py"), 1, "cpu"))[0]
     assert json.dumps(data.record(task, profile)["prompt"]) == json.dumps(backend.sent[0])
 
 

@@ -13,7 +13,7 @@ import yaml
 from tests.conftest import FIXTURES
 from tests.test_project import ROOT
 from tests.training.conftest import outcome
-from training import config, data, grpo, models
+from training import config, data, grpo, runs
 
 CONFIGS = ROOT / "training" / "configs"
 FAST = ["--num-generations", "2", "--per-device-batch-size", "2", "--max-completion-length", "16"]
@@ -42,8 +42,8 @@ def test_steps_are_rewarded_by_the_verifier_logged_and_resumed(model_dir, data_d
     run = tmp_path / "run"
     argv = ["--model", str(model_dir), "--data", str(data_dir), "--output-dir", str(run), *FAST]
     assert grpo.main([*argv, "--max-steps", "1"]) == 0
-    assert (run / models.FINAL / "model.safetensors").is_file() and (run / "checkpoint-1").is_dir()
-    [logged] = [line for line in lines(run / models.LOG) if "reward" in line]
+    assert (run / runs.FINAL / "model.safetensors").is_file() and (run / "checkpoint-1").is_dir()
+    [logged] = [line for line in lines(run / runs.LOG) if "reward" in line]
     assert {"rewards/correct/mean", "rewards/speedup/mean", "rewards/well_formed/mean"} <= set(logged)
     assert any(key.startswith("verdicts/") for key in logged), "the verdicts' shares are among the metrics"
     [step] = lines(run / grpo.STEPS_LOG)
@@ -66,7 +66,7 @@ def test_the_learning_rate_schedule_is_the_one_asked_for(model_dir, data_dir, tm
         run = tmp_path / schedule
         argv = ["--model", str(model_dir), "--data", str(data_dir), "--output-dir", str(run), *FAST]
         assert grpo.main([*argv, "--max-steps", "2", "--learning-rate", "3e-6", "--lr-scheduler", schedule]) == 0
-        rates[schedule] = [line["learning_rate"] for line in lines(run / models.LOG) if "learning_rate" in line]
+        rates[schedule] = [line["learning_rate"] for line in lines(run / runs.LOG) if "learning_rate" in line]
     assert rates["constant"] == [3e-6, 3e-6]
     assert rates["linear"][0] > rates["linear"][1]
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from model_server import prompts
-from model_server.backends import BackendConfig, GenerationRequest, create_backend
-from training import data, eval, grpo, models, scratch, sft, synth
+from model_server.backends import BackendConfig, GenerationRequest, collect, create_backend
+from training import data, eval, grpo, runs, scratch, sft, synth
+from verifier import Task
 
 REWARD_CURVE = Path(__file__).parents[2] / "benchmarks" / "reward_curve.py"
 SEED = 4  # synthetic tasks 4-8: four land in the train split and one in the held-out test split
@@ -44,7 +45,7 @@ def test_data_sft_grpo_and_eval_run_end_to_end_on_a_cpu(tmp_path, capsys):
     assert [s["step"] for s in steps] == [1, 2]
     verified = [json.loads(line) for line in (grpo_run / grpo.REWARDS_LOG).read_text().splitlines()]
     assert verified and all(line["verdict"] != "correct" for line in verified), "a scratch model writes no kernel"
-    logged = [json.loads(line) for line in (grpo_run / models.LOG).read_text().splitlines()]
+    logged = [json.loads(line) for line in (grpo_run / runs.LOG).read_text().splitlines()]
     assert any("rewards/correct/mean" in line for line in logged)
     curve = subprocess.run(
         [sys.executable, str(REWARD_CURVE), str(grpo_run)], capture_output=True, text=True, timeout=120, check=True
@@ -74,11 +75,10 @@ def test_data_sft_grpo_and_eval_run_end_to_end_on_a_cpu(tmp_path, capsys):
     assert "| pass@1 | 0.000 |" in table
 
     served = create_backend(BackendConfig(name="transformers", model=str(grpo_run / "final"), device="cpu"))
-    task = tmp_path / "task.py"
-    task.write_text(json.loads((corpus / "rl.autotriton.jsonl").read_text().splitlines()[0])["task"])
-    replies = served.generate(GenerationRequest(task, 1, "cpu", max_tokens=8))
+    task = Task(json.loads((corpus / "rl.autotriton.jsonl").read_text().splitlines()[0])["task"])
+    replies = collect(served, GenerationRequest(task, 1, "cpu", max_tokens=8))[0]
     assert len(replies) == 1, "the trained model serves through the product's own backend"
     assert (
-        prompts.messages("autotriton", task.read_text())
+        prompts.messages("autotriton", task.source)
         == json.loads((corpus / "rl.autotriton.jsonl").read_text().splitlines()[0])["prompt"]
     )

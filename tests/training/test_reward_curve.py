@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from training import grpo, models, synth
+from training import grpo, runs, synth
 
 REWARD_CURVE = Path(__file__).parents[2] / "benchmarks" / "reward_curve.py"
 
@@ -25,7 +25,7 @@ def reply(task: synth.SynthTask, passed: bool) -> dict:
 def test_the_share_correct_per_op_is_counted_in_each_half_of_the_run(tmp_path):
     first, second = (synth.generate(seed, families=("elementwise", "activation"), max_ops=2) for seed in (5001, 5002))
     assert not set(synth.ops_of(first.source)) & set(synth.ops_of(second.source))
-    write(tmp_path / models.LOG, [{"step": 1, "reward": 0.5, "verdicts/correct": 0.25}])
+    write(tmp_path / runs.LOG, [{"step": 1, "reward": 0.5, "verdicts/correct": 0.25}])
     write(tmp_path / grpo.STEPS_LOG, [{"step": 1, "seconds": 3.0}])
     replies = [reply(first, False), reply(first, False), reply(second, True), {"task_first_line": '"""Other."""'}]
     replies += [reply(first, True), reply(first, True), reply(second, False), reply(second, True)]

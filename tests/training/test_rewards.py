@@ -46,11 +46,8 @@ def test_only_a_verified_completion_earns_the_correctness_reward(pool, tmp_path)
     hostile = [_chat((ZOO / name).read_text()) for name in ("torch_in_forward.py", "monkeypatch_elapsed_time.py")]
     rewards = VerifierRewards(pool, "autotriton", trials=2, timeout=60, log=tmp_path / "rewards.jsonl")
     metrics: dict = {}
-    try:
-        replies = [_chat(GOOD), *hostile, [{"role": "assistant", "content": "no code"}], [{"role": "assistant"}]]
-        scores = _rewards(rewards, replies, metrics)
-    finally:
-        rewards.close()
+    replies = [_chat(GOOD), *hostile, [{"role": "assistant", "content": "no code"}], [{"role": "assistant"}]]
+    scores = _rewards(rewards, replies, metrics)
     good, fallback, timing_hack, no_code, empty = scores
     assert good == [1.0, 0.0, 1.0, 1.0], "correct; no timing on a CPU; well formed; ran"
     assert fallback[0] == 0.0 and timing_hack[0] == 0.0, "a hack earns nothing, however well formed"
@@ -68,10 +65,7 @@ def test_only_a_verified_completion_earns_the_correctness_reward(pool, tmp_path)
 
 def test_the_same_completion_twice_in_a_batch_is_verified_once(pool):
     rewards = VerifierRewards(pool, "autotriton", trials=2)
-    try:
-        scores = _rewards(rewards, [_chat(GOOD), _chat(GOOD)])
-    finally:
-        rewards.close()
+    scores = _rewards(rewards, [_chat(GOOD), _chat(GOOD)])
     assert [s[0] for s in scores] == [1.0, 1.0]
     assert rewards.verified == 1
 
@@ -86,20 +80,14 @@ def test_a_crashing_or_hanging_completion_costs_only_its_own_reward(pool):
     assert crash != GOOD and hang != GOOD
     rewards = VerifierRewards(pool, "autotriton", trials=2, timeout=10)
     started = time.monotonic()
-    try:
-        scores = _rewards(rewards, [_chat(crash), _chat(GOOD), _chat(hang)])
-    finally:
-        rewards.close()
+    scores = _rewards(rewards, [_chat(crash), _chat(GOOD), _chat(hang)])
     assert [s[0] for s in scores] == [0.0, 1.0, 0.0]
     assert time.monotonic() - started < 60, "the hang is stopped by the verifier's timeout"
 
 
 def test_a_kernelllm_completion_is_the_code_block_its_prompt_opened(pool):
     rewards = VerifierRewards(pool, "kernelllm", trials=2)
-    try:
-        [score] = _rewards(rewards, [GOOD + "```\n"])
-    finally:
-        rewards.close()
+    [score] = _rewards(rewards, [GOOD + "```\n"])
     assert score == [1.0, 0.0, 1.0, 1.0]
 
 
@@ -110,10 +98,7 @@ def test_a_wrong_count_earns_the_runs_term_and_a_launch_without_it_does_not(pool
     no_count = GOOD.replace("(x, y, out, n, BLOCK=256)", "(x, y, out, BLOCK=256)")
     assert GOOD not in (wrong_count, no_count)
     rewards = VerifierRewards(pool, "autotriton", trials=2)
-    try:
-        wrong, dropped = _rewards(rewards, [_chat(wrong_count), _chat(no_count)])
-    finally:
-        rewards.close()
+    wrong, dropped = _rewards(rewards, [_chat(wrong_count), _chat(no_count)])
     assert wrong == [0.0, 0.0, 1.0, 1.0], "incorrect: no correctness reward, but its forward ran"
     assert dropped == [0.0, 0.0, 1.0, 0.0], "runtime_error: well formed, nothing else"
 

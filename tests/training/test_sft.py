@@ -16,7 +16,7 @@ from model_server.backends.transformers_backend import TransformersBackend
 from tests.conftest import FIXTURES
 from tests.test_project import ROOT
 from tests.training.conftest import outcome
-from training import config, data, models, scratch, sft
+from training import config, data, runs, scratch, sft
 from training.config import default_of, shown
 
 CONFIGS = ROOT / "training" / "configs"
@@ -51,7 +51,7 @@ def flags(model_dir: Path, data_dir: Path, run: Path, *more: str) -> list[str]:
 
 
 def log_lines(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / models.LOG).read_text().splitlines()]
+    return [json.loads(line) for line in (run / runs.LOG).read_text().splitlines()]
 
 
 def generates(directory: Path, prompt: list[dict] | str) -> bool:
@@ -91,8 +91,8 @@ def test_fine_tune_writes_a_model_transformers_loads_and_resumes_from_its_checkp
     assert any("eval_loss" in line for line in first)
     assert (run / "checkpoint-2").is_dir()
     prompt = data.prompt("autotriton", (FIXTURES / "tasks" / "relu.py").read_text())
-    assert generates(run / models.FINAL, prompt)
-    trained, base = weights(run / models.FINAL), weights(model_dir)
+    assert generates(run / runs.FINAL, prompt)
+    trained, base = weights(run / runs.FINAL), weights(model_dir)
     assert any(not torch.equal(trained[name], base[name]) for name in base)
 
     assert sft.main(flags(model_dir, data_dir, run, "--max-steps", "4")) == 0
@@ -110,14 +110,14 @@ def test_max_minutes_stops_at_the_first_step_past_the_limit_and_still_writes_fin
     assert sft.main(flags(model_dir, data_dir, run, "--max-steps", "50", "--max-minutes", "0.000001")) == 0
     assert "--max-minutes 1e-06 reached at step 1: stopping" in capsys.readouterr().err
     assert [line["step"] for line in log_lines(run) if "loss" in line] == [1]
-    assert (run / models.FINAL / "config.json").is_file()
+    assert (run / runs.FINAL / "config.json").is_file()
 
 
 def test_lora_is_merged_into_a_full_model_or_kept_as_an_adapter(model_dir, data_dir, tmp_path):
     run = tmp_path / "lora"
     assert sft.main(flags(model_dir, data_dir, run, "--profile", "kernelllm", "--lora", "--max-steps", "2")) == 0
-    final = run / models.FINAL
-    assert not (final / "adapter_config.json").exists() and (run / models.ADAPTER / "adapter_config.json").is_file()
+    final = run / runs.FINAL
+    assert not (final / "adapter_config.json").exists() and (run / runs.ADAPTER / "adapter_config.json").is_file()
     merged, base = weights(final), weights(model_dir)
     assert set(merged) == set(base)  # no LoRA tensors: a plain model, loaded without peft
     assert not torch.equal(
@@ -128,15 +128,15 @@ def test_lora_is_merged_into_a_full_model_or_kept_as_an_adapter(model_dir, data_
     adapter_only = tmp_path / "adapter-only"
     more = ("--profile", "kernelllm", "--lora", "--no-merge-lora", "--max-steps", "1")
     assert sft.main(flags(model_dir, data_dir, adapter_only, *more)) == 0
-    assert (adapter_only / models.FINAL / "adapter_config.json").is_file()
-    assert not (adapter_only / models.FINAL / "model.safetensors").exists()
+    assert (adapter_only / runs.FINAL / "adapter_config.json").is_file()
+    assert not (adapter_only / runs.FINAL / "model.safetensors").exists()
 
 
 @pytest.mark.parametrize("profile", ["autotriton", "kernelllm"])
 def test_training_sees_the_tokens_serving_sends_and_learns_only_the_completion(model_dir, data_dir, tmp_path, profile):
     args = sft.SFTArgs(output_dir=str(tmp_path), data=str(data_dir), model=str(model_dir), profile=profile)
     train_rows, val_rows = sft.load_rows(args)
-    model, tokenizer = models.load_model(args)
+    model, tokenizer = runs.load_model(args)
     trainer = sft.build_trainer(args, model, tokenizer, train_rows, val_rows)
     row, record = trainer.train_dataset[0], train_rows[0]
     served = TransformersBackend(model=str(model_dir), profile=profile, device="cpu")

@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from tests.conftest import FIXTURES
+from tests.sources import pair
 from verifier import TaskError, VerifierPool
 
 RELU_TASK = (FIXTURES / "tasks/relu.py").read_text()
@@ -44,7 +45,7 @@ def pool():
 def test_a_task_that_fits_alone_is_verified_again_alone_and_passes(pool, tmp_path):
     task = tmp_path / "relu_task.py"
     task.write_text(_starved(RELU_TASK, f"oom-{uuid.uuid4().hex}"))
-    report = pool.verify(task, FIXTURES / "candidates/relu_ok.py", trials=2)
+    report = pool.verify(*pair(task, FIXTURES / "candidates/relu_ok.py"), trials=2)
     assert report.verdict == "correct", report.message
     assert "the task's own run ran out of device memory beside other work: verified again alone" in report.warnings
 
@@ -53,14 +54,14 @@ def test_a_task_that_runs_out_of_memory_alone_too_is_reported_broken(pool, tmp_p
     task = tmp_path / "relu_task.py"
     task.write_text(_starved(RELU_TASK, None))
     with pytest.raises(TaskError, match="OutOfMemoryError: CUDA out of memory"):
-        pool.verify(task, FIXTURES / "candidates/relu_ok.py", trials=2)
+        pool.verify(*pair(task, FIXTURES / "candidates/relu_ok.py"), trials=2)
 
 
 @pytest.mark.parametrize(("marker", "verdict"), [(f"oom-{uuid.uuid4().hex}", "correct"), (None, "runtime_error")])
 def test_a_candidate_out_of_memory_is_judged_on_its_run_alone(pool, tmp_path, marker, verdict):
     candidate = tmp_path / "relu_candidate.py"
     candidate.write_text(_starved(RELU_OK, marker))
-    report = pool.verify(FIXTURES / "tasks/relu.py", candidate, trials=2, static_checks=False)
+    report = pool.verify(*pair(FIXTURES / "tasks/relu.py", candidate), trials=2, static_checks=False)
     assert report.verdict == verdict, report.message
     assert "the candidate's run ran out of device memory beside other work: verified again alone" in report.warnings
     assert report.warnings.count(report.warnings[0]) == 1

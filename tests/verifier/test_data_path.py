@@ -3,13 +3,12 @@ channel's ring cross to the comparer chunk by chunk, with the error found wherev
 
 from __future__ import annotations
 
-import ast
-
 import pytest
 
 from tests.conftest import FIXTURES
+from tests.sources import pair
 from verifier import VerifierPool
-from verifier.host.verification import CHANNEL_SLOT_BYTES, inputs_only
+from verifier.host.verification import CHANNEL_SLOT_BYTES
 
 RELU = (FIXTURES / "candidates/relu_ok.py").read_text()
 ELEMENTS = 3_000_001  # 12 MB of fp32: a dozen frames through the CPU ring, the last one partial
@@ -31,7 +30,7 @@ def test_an_output_many_times_the_ring_verifies_correct(pool, tmp_path):
     assert 10 * CHANNEL_SLOT_BYTES["cpu"] < ELEMENTS * 4
     candidate = tmp_path / "relu_wide.py"
     candidate.write_text(RELU.replace("BLOCK=256", "BLOCK=1 << 20").replace("cdiv(n, 256)", "cdiv(n, 1 << 20)"))
-    report = pool.verify(wide_task(tmp_path), candidate, trials=2)
+    report = pool.verify(*pair(wide_task(tmp_path), candidate), trials=2)
     assert report.verdict == "correct", report.message
     assert report.max_abs_error == 0
 
@@ -43,17 +42,6 @@ def test_one_wrong_value_in_the_last_partial_chunk_is_found(pool, tmp_path):
         .replace("cdiv(n, 256)", "cdiv(n, 1 << 20)")
         .replace("tl.maximum(x, 0.0)", "tl.where(offs == n - 1, tl.abs(x) + 1.0, tl.maximum(x, 0.0))")
     )
-    report = pool.verify(wide_task(tmp_path), candidate, trials=2)
+    report = pool.verify(*pair(wide_task(tmp_path), candidate), trials=2)
     assert report.verdict == "incorrect"
     assert f"1 of {ELEMENTS} values outside" in report.message, report.message
-
-
-def test_the_candidate_sandbox_gets_the_task_without_its_model():
-    source = (FIXTURES / "tasks/layernorm.py").read_text()
-    stripped = inputs_only(source)
-    assert len(stripped.splitlines()) == len(source.splitlines())
-    names = {n.name for n in ast.parse(stripped).body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-    assert names == {"get_inputs", "get_init_inputs"}
-    for number, line in enumerate(source.splitlines()):
-        if line.startswith("def get_inputs"):
-            assert stripped.splitlines()[number] == line

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import FIXTURES
+from tests.sources import pair, read_pairs
 from verifier import VerifierPool
 
 CASES = sorted(p.name for p in (FIXTURES / "fallback").iterdir() if p.is_dir())
@@ -38,10 +39,10 @@ def cpu_reports(tmp_path_factory):
         pairs += [(task, candidate), (task, without)]
         keys += [(case, "as is"), (case, "without fallback")]
     with VerifierPool(size=2, device="cpu") as pool:
-        reports = dict(zip(keys, pool.verify_many(pairs, **OPTIONS)))
+        reports = dict(zip(keys, pool.verify_many(read_pairs(pairs), **OPTIONS)))
         for case in CASES[:3]:
             task, candidate = FIXTURES / "fallback" / case / "task.py", FIXTURES / "fallback" / case / "candidate.py"
-            reports[(case, "hybrid")] = pool.verify(task, candidate, policy="hybrid", **OPTIONS)
+            reports[(case, "hybrid")] = pool.verify(*pair(task, candidate), policy="hybrid", **OPTIONS)
     return reports
 
 
@@ -72,7 +73,7 @@ def test_under_hybrid_pytorch_is_allowed_but_some_triton_must_still_run(cpu_repo
 def test_on_a_gpu_the_fallback_never_runs_and_strict_accepts_the_kernel():
     pairs = [(FIXTURES / "fallback" / c / "task.py", FIXTURES / "fallback" / c / "candidate.py") for c in CASES]
     with VerifierPool(size=2, device="cuda") as pool:
-        reports = pool.verify_many(pairs, timing=False, **OPTIONS)
+        reports = pool.verify_many(read_pairs(pairs), timing=False, **OPTIONS)
     for case, report in zip(CASES, reports):
         assert report.verdict == "correct" and report.reward == 1.0, f"{case}: {report.message}"
         assert "TRI360" not in {v["rule"] for v in report.violations}, case

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from tests.conftest import FIXTURES
+from tests.sources import pair, read_pairs
 from tests.verifier.zoo_cases import zoo_cases
-from verifier import VerifierPool
+from verifier import Task, VerifierPool
 from verifier.host.pool import VERIFICATION_FOOTPRINT
 
 pytestmark = pytest.mark.gpu
@@ -27,7 +28,7 @@ def gpu_pool():
 @pytest.fixture(scope="module")
 def gpu_reports(gpu_pool):
     pairs = [(c.task, c.candidate) for c in CASES]
-    reports = gpu_pool.verify_many(pairs, timeout=30, memory_limit=8 * 1024**3, trials=3, timing=False)
+    reports = gpu_pool.verify_many(read_pairs(pairs), timeout=30, memory_limit=8 * 1024**3, trials=3, timing=False)
     return dict(zip([c.id for c in CASES], reports))
 
 
@@ -44,9 +45,9 @@ def test_zoo_verdict_on_gpu(case, gpu_reports):
     ("hostile", "verdict"), [("gpu/illegal_access.py", "runtime_error"), ("zoo/hang_in_kernel.py", "timeout")]
 )
 def test_gpu_fault_then_correct_in_the_same_pool(gpu_pool, hostile, verdict):
-    bad = gpu_pool.verify(ADD, FIXTURES / hostile, trials=2, timeout=20, timing=False)
+    bad = gpu_pool.verify(*pair(ADD, FIXTURES / hostile), trials=2, timeout=20, timing=False)
     assert bad.verdict == verdict, bad.message
-    good = gpu_pool.verify(ADD, GOOD, trials=2, timing=False)
+    good = gpu_pool.verify(*pair(ADD, GOOD), trials=2, timing=False)
     assert good.verdict == "correct", good.message
 
 
@@ -55,12 +56,12 @@ def test_a_parent_that_asked_inductor_for_its_cache_dir_still_starts_sandboxes(t
     inherited it failed to start, since it cannot create that directory."""
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "parent-inductor-cache"))
     with VerifierPool(size=1, device="cuda") as pool:
-        report = pool.verify(ADD, GOOD, trials=2, timing=False)
+        report = pool.verify(*pair(ADD, GOOD), trials=2, timing=False)
     assert report.verdict == "correct", report.message
 
 
 def test_timing_reports_all_three_medians(gpu_pool):
-    report = gpu_pool.verify(FIXTURES / "tasks/softmax.py", FIXTURES / "candidates/softmax_ok.py", trials=2)
+    report = gpu_pool.verify(*pair(FIXTURES / "tasks/softmax.py", FIXTURES / "candidates/softmax_ok.py"), trials=2)
     assert report.verdict == "correct", report.message
     timing = report.timing
     assert timing["candidate_ms"] > 0 and timing["eager_ms"] > 0
@@ -72,7 +73,7 @@ def test_copy_bound_kernel_reaches_70_percent_of_copy_bandwidth(gpu_pool):
     import torch
 
     report = gpu_pool.verify(
-        FIXTURES / "gpu/copy.py", FIXTURES / "gpu/copy_triton.py", trials=1, compile_baseline=False, timeout=300
+        *pair(FIXTURES / "gpu/copy.py", FIXTURES / "gpu/copy_triton.py"), trials=1, compile_baseline=False, timeout=300
     )
     assert report.verdict == "correct", report.message
     moved = 2 * 64 * 1024 * 1024 * 4
@@ -103,7 +104,9 @@ def test_a_6_gib_task_verifies_under_a_4_gib_host_memory_limit(gpu_pool):
     stream to the comparer, so the sandboxes' host memory stays far below the task's data."""
     published = FIXTURES.parent.parent / "benchmarks/tasks/published"
     report = gpu_pool.verify(
-        published / "relu_6gib.py", published / "triton/relu_6gib.py", memory_limit=4 * 1024**3, compile_baseline=False
+        *pair(published / "relu_6gib.py", published / "triton/relu_6gib.py"),
+        memory_limit=4 * 1024**3,
+        compile_baseline=False,
     )
     assert report.verdict == "correct", report.message
     assert report.max_abs_error == 0
@@ -114,22 +117,22 @@ def test_a_6_gib_task_verifies_under_a_4_gib_host_memory_limit(gpu_pool):
 def test_the_baseline_tells_how_many_verifications_of_a_task_fit_at_once():
     """A tiny task leaves room for several verifications beside each other; one whose eager run holds 12 GiB
     (relu_6gib) leaves room for fewer, and for one only where two would need more than the GPU has."""
-    huge = FIXTURES.parent.parent / "benchmarks/tasks/published/relu_6gib.py"
+    add, huge = Task.from_file(ADD), Task.from_file(FIXTURES.parent.parent / "benchmarks/tasks/published/relu_6gib.py")
     with VerifierPool(size=1, device="cuda") as pool:
-        assert pool.fitting(ADD) is None and pool.fitting(huge) is None, "nothing is known before a baseline"
-        for task in (ADD, huge):
+        assert pool.fitting(add) is None and pool.fitting(huge) is None, "nothing is known before a baseline"
+        for task in (add, huge):
             pool.time_baseline(task, compile_baseline=False)
         total = torch.cuda.get_device_properties(0).total_memory
-        assert pool.fitting(ADD) >= 2
-        assert pool.fitting(huge) < pool.fitting(ADD)
+        assert pool.fitting(add) >= 2
+        assert pool.fitting(huge) < pool.fitting(add)
         assert pool.fitting(huge) * VERIFICATION_FOOTPRINT * 12 * 2**30 <= total
 
 
 def test_sanitize_sees_an_out_of_bounds_read_that_guard_zones_cannot(gpu_pool):
     task, candidate = FIXTURES / "tasks/relu.py", FIXTURES / "gpu/reads_past_end.py"
-    plain = gpu_pool.verify(task, candidate, trials=2, timing=False)
+    plain = gpu_pool.verify(*pair(task, candidate), trials=2, timing=False)
     assert plain.verdict == "correct", plain.message
-    report = gpu_pool.verify(task, candidate, trials=2, timing=False, sanitize=True)
+    report = gpu_pool.verify(*pair(task, candidate), trials=2, timing=False, sanitize=True)
     assert report.verdict == "incorrect", report.message
     assert report.message.startswith("TRI359: compute-sanitizer memcheck found"), report.message
     found = [v["message"] for v in report.violations if v["rule"] == "TRI359"]
@@ -139,7 +142,7 @@ def test_sanitize_sees_an_out_of_bounds_read_that_guard_zones_cannot(gpu_pool):
 
 def test_sanitize_passes_a_correct_kernel_and_says_so(gpu_pool):
     report = gpu_pool.verify(
-        FIXTURES / "tasks/relu.py", FIXTURES / "candidates/relu_ok.py", trials=2, timing=False, sanitize=True
+        *pair(FIXTURES / "tasks/relu.py", FIXTURES / "candidates/relu_ok.py"), trials=2, timing=False, sanitize=True
     )
     assert report.verdict == "correct", (report.message, report.warnings)
     assert report.message.endswith("compute-sanitizer memcheck saw no memory errors")
@@ -149,8 +152,7 @@ def test_sanitize_passes_a_correct_kernel_and_says_so(gpu_pool):
 
 def test_hybrid_coverage_on_the_gpu_is_tritons_share_of_kernel_time(gpu_pool):
     hybrid = gpu_pool.verify(
-        FIXTURES / "hybrid/linear_relu.py",
-        FIXTURES / "hybrid/linear_relu_hybrid.py",
+        *pair(FIXTURES / "hybrid/linear_relu.py", FIXTURES / "hybrid/linear_relu_hybrid.py"),
         trials=2,
         timing=False,
         policy="hybrid",
@@ -159,13 +161,13 @@ def test_hybrid_coverage_on_the_gpu_is_tritons_share_of_kernel_time(gpu_pool):
     assert 0 < hybrid.coverage < 1, hybrid.coverage  # the GEMM's kernels take part of the time
     assert hybrid.library_calls == ["torch.nn.functional.linear"]
     assert "of the kernel time in Triton (hybrid policy)" in hybrid.summary(), hybrid.summary()
-    triton_only = gpu_pool.verify(ADD, GOOD, trials=2, timing=False)
+    triton_only = gpu_pool.verify(*pair(ADD, GOOD), trials=2, timing=False)
     assert triton_only.coverage == 1.0, triton_only.warnings
 
 
 def test_every_sandbox_layer_is_there_on_the_gpu_box(gpu_pool):
     """Bubblewrap's namespaces and read-only view, the seccomp filter and a memory cgroup, with CUDA working."""
-    report = gpu_pool.verify(ADD, GOOD, trials=2, timing=False)
+    report = gpu_pool.verify(*pair(ADD, GOOD), trials=2, timing=False)
     assert report.verdict == "correct", report.message
     assert report.isolation["method"] == "bubblewrap" and report.isolation["missing"] == [], report.isolation
 
@@ -222,7 +224,9 @@ def test_a_task_that_fits_alone_is_not_blamed_for_the_pools_crowding(tmp_path):
     task.write_text(CROWDING_TASK)
     candidate.write_text(DOUBLING)
     with VerifierPool(size=2, device="cuda") as pool:
-        reports = pool.verify_many([(task, candidate), (task, candidate)], trials=3, timing=False, timeout=120)
+        reports = pool.verify_many(
+            read_pairs([(task, candidate), (task, candidate)]), trials=3, timing=False, timeout=120
+        )
     assert [r.verdict for r in reports] == ["correct", "correct"], [r.message for r in reports]
     alone = "the task's own run ran out of device memory beside other work: verified again alone"
     assert any(alone in r.warnings for r in reports), [r.warnings for r in reports]

@@ -12,6 +12,7 @@ import weakref
 import torch
 
 from tests.conftest import FIXTURES
+from tests.sources import pair
 from verifier import VerifierPool
 from verifier.sandbox import task_code
 
@@ -125,8 +126,8 @@ def test_a_kernel_more_exact_than_the_fp32_reference_is_judged_against_float64()
     """The task's fp32 result is up to 4 off the exact answer; a kernel that computes in float64 misses it by that
     much, and passes only because the harness runs the task again in float64 and finds the kernel exact."""
     with VerifierPool(size=1, device="cpu") as pool:
-        exact = pool.verify(EXACT / "offset_roundtrip.py", EXACT / "offset_roundtrip_float64.py", trials=2)
-        biased = pool.verify(EXACT / "offset_roundtrip.py", EXACT / "offset_roundtrip_biased.py", trials=2)
+        exact = pool.verify(*pair(EXACT / "offset_roundtrip.py", EXACT / "offset_roundtrip_float64.py"), trials=2)
+        biased = pool.verify(*pair(EXACT / "offset_roundtrip.py", EXACT / "offset_roundtrip_biased.py"), trials=2)
     assert exact.verdict == "correct" and exact.reward == 1.0, exact.message
     assert exact.max_abs_error > 1.0  # its distance from the fp32 reference, as measured
     assert "trial 1: missed the fp32 tolerance, but against the float64 answer it is off by up to 0 " in exact.message

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import FIXTURES
+from tests.sources import read_pairs
 from verifier import VerifierPool
 from verifier.audit.engine import audit_source
 from verifier.rules import RULES
@@ -43,6 +44,6 @@ def test_no_rule_refuses_an_honest_kernel(case):
 
 def test_every_honest_kernel_verifies_correct_with_every_check():
     with VerifierPool(size=2, device="cpu") as pool:
-        reports = pool.verify_many([(case / "task.py", case / "candidate.py") for case in CASES], trials=2)
+        reports = pool.verify_many(read_pairs([(case / "task.py", case / "candidate.py") for case in CASES]), trials=2)
     failed = {case.name: f"{r.verdict}: {r.message}" for case, r in zip(CASES, reports) if not r.passed}
     assert failed == {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import FIXTURES
+from tests.sources import pair, read_pairs
 from tests.verifier.zoo_cases import zoo_cases
 from verifier import VerifierPool
 from verifier.host.verification import HYBRID_ALLOWS
@@ -26,7 +27,7 @@ def line_of(path, text: str) -> int:
 
 
 def test_strict_refuses_pytorch_doing_the_work_and_says_so_plainly(pool):
-    report = pool.verify(TASK, CANDIDATE, trials=2)
+    report = pool.verify(*pair(TASK, CANDIDATE), trials=2)
     assert report.verdict == "rejected" and report.reward == 0 and report.policy == "strict"
     line = line_of(CANDIDATE, "self.linear(x)")
     assert report.message.startswith("The matrix multiplication ran in PyTorch during the compared calls (aten.addmm")
@@ -38,13 +39,13 @@ def test_strict_refuses_pytorch_doing_the_work_and_says_so_plainly(pool):
 
 def test_a_convolution_left_to_pytorch_is_named_as_such(pool):
     candidate = HYBRID / "conv_relu_hybrid.py"
-    report = pool.verify(HYBRID / "conv_relu.py", candidate, trials=2)
+    report = pool.verify(*pair(HYBRID / "conv_relu.py", candidate), trials=2)
     assert report.message.startswith("The convolution ran in PyTorch during the compared calls (aten.convolution")
     assert f"at line {line_of(candidate, 'self.conv(x)')})" in report.message
 
 
 def test_hybrid_accepts_it_as_correct_with_its_coverage_and_no_reward(pool):
-    report = pool.verify(TASK, CANDIDATE, trials=2, policy="hybrid")
+    report = pool.verify(*pair(TASK, CANDIDATE), trials=2, policy="hybrid")
     assert report.verdict == "correct", report.message
     assert report.reward == 0 and report.passed
     assert report.coverage == 0.5  # one Triton launch next to one library op, on the CPU's share of ops
@@ -57,7 +58,7 @@ def test_hybrid_accepts_it_as_correct_with_its_coverage_and_no_reward(pool):
 
 def test_an_all_triton_kernel_has_full_coverage_under_either_policy(pool):
     for policy in ("strict", "hybrid"):
-        report = pool.verify(FIXTURES / "tasks/softmax.py", FIXTURES / "candidates/softmax_ok.py", policy=policy)
+        report = pool.verify(*pair(FIXTURES / "tasks/softmax.py", FIXTURES / "candidates/softmax_ok.py"), policy=policy)
         assert report.verdict == "correct" and report.reward == 1.0, report.message
         assert report.coverage == 1.0 and report.library_calls == []
 
@@ -70,7 +71,7 @@ def test_hybrid_still_refuses_every_honesty_hack(pool):
     """Every zoo case that fails for something other than what hybrid accepts gets the same verdict."""
     assert len(HACKS) >= 30
     reports = pool.verify_many(
-        [(c.task, c.candidate) for c in HACKS], trials=2, timeout=20, memory_limit=2**30, policy="hybrid"
+        read_pairs([(c.task, c.candidate) for c in HACKS]), trials=2, timeout=20, memory_limit=2**30, policy="hybrid"
     )
     wrong = {c.id: (r.verdict, r.message) for c, r in zip(HACKS, reports) if r.verdict != c.verdict}
     assert wrong == {}
@@ -78,4 +79,4 @@ def test_hybrid_still_refuses_every_honesty_hack(pool):
 
 def test_an_unknown_policy_is_refused(pool):
     with pytest.raises(ValueError, match="policy must be one of strict, hybrid, got 'lenient'"):
-        pool.verify(TASK, CANDIDATE, policy="lenient")
+        pool.verify(*pair(TASK, CANDIDATE), policy="lenient")

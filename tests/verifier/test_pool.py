@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import FIXTURES
+from tests.sources import pair, read_pairs
 from verifier import VerifierPool, verify
 
 ADD = FIXTURES / "tasks/add.py"
@@ -18,8 +19,8 @@ def pool():
 
 
 def test_second_verification_reuses_warm_sandboxes(pool):
-    first = pool.verify(ADD, GOOD, trials=2)
-    second = pool.verify(ADD, GOOD, trials=2)
+    first = pool.verify(*pair(ADD, GOOD), trials=2)
+    second = pool.verify(*pair(ADD, GOOD), trials=2)
     assert first.verdict == second.verdict == "correct"
     assert first.phases["start_s"] > 0
     assert second.phases["start_s"] == 0
@@ -29,37 +30,37 @@ def test_second_verification_reuses_warm_sandboxes(pool):
     ("hostile", "verdict"), [("zoo/memory_bomb.py", "crashed"), ("zoo/hang_in_kernel.py", "timeout")]
 )
 def test_next_candidate_is_unaffected_by_a_killed_one(pool, hostile, verdict):
-    bad = pool.verify(ADD, FIXTURES / hostile, trials=2, timeout=8, memory_limit=1024**3)
+    bad = pool.verify(*pair(ADD, FIXTURES / hostile), trials=2, timeout=8, memory_limit=1024**3)
     assert bad.verdict == verdict
-    good = pool.verify(ADD, GOOD, trials=2)
+    good = pool.verify(*pair(ADD, GOOD), trials=2)
     assert good.verdict == "correct", good.message
 
 
 def test_verify_many_keeps_input_order_and_runs_concurrently():
     pairs = [(ADD, GOOD), (ADD, FIXTURES / "zoo/wrong_op_sub.py"), (ADD, GOOD)]
     with VerifierPool(size=2, device="cpu") as pool:
-        reports = pool.verify_many(pairs, trials=2)
+        reports = pool.verify_many(read_pairs(pairs), trials=2)
     assert [r.verdict for r in reports] == ["correct", "incorrect", "correct"]
 
 
 def test_seed_makes_a_run_reproducible():
-    a = verify(ADD, FIXTURES / "zoo/wrong_op_sub.py", device="cpu", seed=7, trials=2)
-    b = verify(ADD, FIXTURES / "zoo/wrong_op_sub.py", device="cpu", seed=7, trials=2)
+    a = verify(*pair(ADD, FIXTURES / "zoo/wrong_op_sub.py"), device="cpu", seed=7, trials=2)
+    b = verify(*pair(ADD, FIXTURES / "zoo/wrong_op_sub.py"), device="cpu", seed=7, trials=2)
     assert a.max_abs_error == b.max_abs_error
     assert a.seed == 7
 
 
 def test_invalid_options_are_rejected_before_running():
     with pytest.raises(ValueError, match="trials"):
-        verify(ADD, GOOD, device="cpu", trials=0)
+        verify(*pair(ADD, GOOD), device="cpu", trials=0)
     with pytest.raises(ValueError, match="device"):
-        verify(ADD, GOOD, device="tpu")
+        verify(*pair(ADD, GOOD), device="tpu")
 
 
 def test_without_isolation_runs_still_happen_in_killable_processes_with_a_warning():
     with VerifierPool(size=1, device="cpu", isolate=False) as pool:
-        good = pool.verify(ADD, GOOD, trials=2)
-        hung = pool.verify(ADD, FIXTURES / "zoo/hang_at_import.py", trials=2, timeout=5)
+        good = pool.verify(*pair(ADD, GOOD), trials=2)
+        hung = pool.verify(*pair(ADD, FIXTURES / "zoo/hang_at_import.py"), trials=2, timeout=5)
     assert good.verdict == "correct"
     assert good.isolation["method"] == "process"
     assert good.isolation["network"] == "host"
@@ -71,7 +72,7 @@ def test_warming_starts_the_sandboxes_before_the_first_verification():
     with VerifierPool(size=2, device="cpu") as fresh:
         assert fresh.warm() > 0
         assert fresh.warm() == 0
-        report = fresh.verify(ADD, GOOD, trials=1)
+        report = fresh.verify(*pair(ADD, GOOD), trials=1)
         assert report.verdict == "correct", report.message
         assert report.phases["start_s"] == 0
 

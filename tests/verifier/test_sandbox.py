@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.sources import pair
 from tests.verifier.zoo_cases import sandbox_case
 from verifier import VerifierPool, procs
 from verifier.host import isolation
@@ -49,21 +50,21 @@ def _customised(name: str, tmp_path: Path, **replacements: str) -> tuple[Path, P
 
 def test_segfault_is_a_crash(pool):
     case = sandbox_case("segfault")
-    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    report = pool.verify(*pair(case.task, case.candidate), **UNCHECKED)
     assert report.verdict == "crashed"
     assert "SIGSEGV" in report.message
 
 
 def test_exit_zero_before_reporting_is_a_crash(pool):
     case = sandbox_case("os_exit_zero")
-    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    report = pool.verify(*pair(case.task, case.candidate), **UNCHECKED)
     assert report.verdict == "crashed"
     assert "exited with code 0 before reporting" in report.message
 
 
 def test_fake_report_is_captured_not_believed(pool):
     case = sandbox_case("fake_report_stdout")
-    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    report = pool.verify(*pair(case.task, case.candidate), **UNCHECKED)
     assert report.verdict == "incorrect"
     calls = UNCHECKED["trials"] + 2  # every trial, the enable_grad call, then the call coverage is measured on
     assert report.candidate_output["stdout"].count('"verdict": "correct"') == 4 * calls
@@ -73,7 +74,7 @@ def test_fake_report_is_captured_not_believed(pool):
 def test_cannot_write_outside_scratch(pool, tmp_path):
     outside = [Path.home() / f"tritonize-escape-{uuid.uuid4().hex}", Path("/var/tmp") / f"escape-{uuid.uuid4().hex}"]
     task, candidate = _customised("write_outside", tmp_path, TARGETS=repr([str(p) for p in outside]))
-    report = pool.verify(task, candidate, **UNCHECKED)
+    report = pool.verify(*pair(task, candidate), **UNCHECKED)
     assert report.verdict == "correct"
     assert not any(p.exists() for p in outside)
     assert report.isolation["filesystem"].startswith("read-only")
@@ -93,7 +94,7 @@ def test_cannot_reach_the_network(pool, tmp_path):
     listener = threading.Thread(target=accept)
     listener.start()
     task, candidate = _customised("network", tmp_path, PORT=str(server.getsockname()[1]))
-    report = pool.verify(task, candidate, **UNCHECKED)
+    report = pool.verify(*pair(task, candidate), **UNCHECKED)
     server.close()
     listener.join()
     assert report.verdict == "correct"
@@ -104,28 +105,28 @@ def test_cannot_reach_the_network(pool, tmp_path):
 def test_leaves_no_process_behind(pool, tmp_path):
     marker = str(900000 + uuid.uuid4().int % 99999)
     task, candidate = _customised("leave_process", tmp_path, MARKER=marker)
-    report = pool.verify(task, candidate, **UNCHECKED)
+    report = pool.verify(*pair(task, candidate), **UNCHECKED)
     assert report.verdict == "rejected" and "TRI361" in {v["rule"] for v in report.violations}, report.message
     assert _processes_with_argument(marker) == []
 
 
 def test_native_code_through_ctypes_is_refused_at_run_time(pool):
     case = sandbox_case("ctypes_null")
-    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    report = pool.verify(*pair(case.task, case.candidate), **UNCHECKED)
     assert report.verdict == "rejected"
     assert "the sandbox refused ctypes" in report.message
 
 
 def test_cannot_read_the_reference_outputs(pool, tmp_path):
     task, candidate = _customised("steal_reference", tmp_path, PARENT_TMP=tempfile.gettempdir())
-    report = pool.verify(task, candidate, **UNCHECKED)
+    report = pool.verify(*pair(task, candidate), **UNCHECKED)
     assert report.verdict == "incorrect"
 
 
 @pytest.mark.parametrize(("name", "rule"), [("thread_runtime", "TRI353"), ("patch_timer_runtime", "TRI356")])
 def test_runtime_watch_sees_what_static_checks_missed(pool, name, rule):
     case = sandbox_case(name)
-    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    report = pool.verify(*pair(case.task, case.candidate), **UNCHECKED)
     assert report.verdict == "rejected"
     assert rule in {v["rule"] for v in report.violations}
 
@@ -134,7 +135,7 @@ def test_pool_closes_every_process():
     case = sandbox_case("segfault")
     before = set(procs.descendants(os.getpid()))
     with VerifierPool(size=1, device="cpu") as pool:
-        pool.verify(case.task, case.candidate, **UNCHECKED)
+        pool.verify(*pair(case.task, case.candidate), **UNCHECKED)
         assert set(procs.descendants(os.getpid())) - before
     assert set(procs.descendants(os.getpid())) <= before
 
@@ -191,7 +192,7 @@ def test_no_secret_of_the_parent_reaches_the_candidate_or_its_report(monkeypatch
         monkeypatch.setenv(name, value)
     case = sandbox_case("env_leak")
     with VerifierPool(size=1, device="cpu") as fresh:  # its sandboxes start with the secrets in this environment
-        report = fresh.verify(case.task, case.candidate, **UNCHECKED)
+        report = fresh.verify(*pair(case.task, case.candidate), **UNCHECKED)
     assert report.verdict == "rejected" and "refused opening /proc/" in report.message, report.message
     assert "'HOME': '/tmp'" in report.candidate_output["stdout"]  # it did print what it could see
     assert not any(value in report.to_json() for value in secrets.values())
@@ -201,7 +202,7 @@ def test_no_secret_of_the_parent_reaches_the_candidate_or_its_report(monkeypatch
 def test_output_pointed_at_dev_zero_and_a_flood_reach_the_parent_bounded(pool, tmp_path):
     task, candidate = _customised("output_flood", tmp_path, FLOOD_MB="64")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    report = pool.verify(task, candidate, **UNCHECKED)
+    report = pool.verify(*pair(task, candidate), **UNCHECKED)
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
     assert report.verdict == "correct", report.message
     for stream in ("stdout", "stderr"):
@@ -214,7 +215,7 @@ def test_a_forged_result_is_not_believed_without_the_outputs(pool):
     """The candidate's process can write whatever it likes where its own result goes; what the comparer (which
     it never touches) received decides correctness."""
     case = sandbox_case("forge_result")
-    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    report = pool.verify(*pair(case.task, case.candidate), **UNCHECKED)
     assert report.verdict in {"incorrect", "crashed"} and report.reward == 0, report.message
 
 
@@ -222,7 +223,7 @@ def test_a_forged_failure_without_its_fields_is_a_crash_not_a_crashed_parent(poo
     """A failure result is read field by field too: one the candidate wrote without a stage or an error (and with
     fields of the wrong types) ends as its own crash, never as an exception in the trusted parent."""
     case = sandbox_case("forge_failure")
-    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    report = pool.verify(*pair(case.task, case.candidate), **UNCHECKED)
     assert report.verdict == case.verdict and report.reward == 0, report.message
     assert "without its stage and error" in report.message
 
@@ -230,7 +231,7 @@ def test_a_forged_failure_without_its_fields_is_a_crash_not_a_crashed_parent(poo
 def test_the_scratch_directory_is_bounded_and_the_host_disk_untouched(pool):
     case = sandbox_case("disk_fill")
     before = shutil.disk_usage(tempfile.gettempdir()).used
-    report = pool.verify(case.task, case.candidate, **UNCHECKED)
+    report = pool.verify(*pair(case.task, case.candidate), **UNCHECKED)
     assert shutil.disk_usage(tempfile.gettempdir()).used - before < 256 * 2**20
     if report.verdict == "correct":  # stopped by the scratch's size or the file-size limit
         written = int(report.candidate_output["stdout"].split()[-1])
@@ -241,6 +242,6 @@ def test_the_scratch_directory_is_bounded_and_the_host_disk_untouched(pool):
 
 def test_memory_held_where_a_resident_set_does_not_show_is_still_counted(pool):
     case = sandbox_case("hidden_memory")
-    report = pool.verify(case.task, case.candidate, **{**UNCHECKED, "memory_limit": 2**30})
+    report = pool.verify(*pair(case.task, case.candidate), **{**UNCHECKED, "memory_limit": 2**30})
     assert report.verdict == "crashed" and "memory limit" in report.message, report.message
     assert "memfd created" not in report.candidate_output["stdout"]

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from tests.conftest import FIXTURES
+from tests.sources import pair
 from verifier import verify
 from verifier.errors import UsageError
 from verifier.host import sanitizer
@@ -88,7 +89,7 @@ def test_the_tool_is_found_on_path_then_under_cuda_home(tmp_path, monkeypatch):
 
 def test_sanitize_on_the_cpu_is_refused_with_the_reason():
     with pytest.raises(UsageError, match="--sanitize needs a CUDA GPU"):
-        verify(FIXTURES / "tasks/relu.py", FIXTURES / "candidates/relu_ok.py", device="cpu", sanitize=True)
+        verify(*pair(FIXTURES / "tasks/relu.py", FIXTURES / "candidates/relu_ok.py"), device="cpu", sanitize=True)
 
 
 def test_the_sanitize_job_execs_the_sanitizer_on_a_fresh_interpreter_that_runs_the_candidate(tmp_path):

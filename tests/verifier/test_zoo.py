@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from tests.sources import read_pairs
 from tests.verifier.zoo_cases import zoo_cases
 from verifier import VerifierPool, procs
 
@@ -17,7 +18,7 @@ ZOO_OPTIONS = {"timeout": 15, "memory_limit": 2 * 1024**3, "trials": 3}
 def cpu_reports():
     """Run the whole zoo once through a two-slot pool; the pool is closed before the assertions."""
     with VerifierPool(size=2, device="cpu") as pool:
-        reports = pool.verify_many([(c.task, c.candidate) for c in CASES], **ZOO_OPTIONS)
+        reports = pool.verify_many(read_pairs([(c.task, c.candidate) for c in CASES]), **ZOO_OPTIONS)
     return dict(zip([c.id for c in CASES], reports))
 
 

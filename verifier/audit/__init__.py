@@ -1,1 +1,32 @@
-"""`tritonize audit`: static rules over Triton source, and compile checks for a CUDA target without a GPU."""
+"""`tritonize audit`: static rules over Triton source, and compile checks for a CUDA target without a GPU.
+
+This module is the audit's public API (the language server and the benchmarks use it, nothing else of
+`verifier.audit`); the names load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_PUBLIC = {
+    "audit": "verifier.audit.engine",
+    "audit_source": "verifier.audit.engine",
+    "python_files": "verifier.audit.engine",
+    "SourceAudit": "verifier.audit.engine",
+    "KernelSpan": "verifier.audit.engine",
+    "AuditConfig": "verifier.audit.config",
+    "ConfigError": "verifier.audit.config",
+    "load_config": "verifier.audit.config",
+    "TARGET_PATTERN": "verifier.audit.config",
+    "CompileChecker": "verifier.audit.compile_check",
+    "plan": "verifier.audit.compile_plan",
+    "SourceIndex": "verifier.audit.source_index",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'verifier.audit' has no attribute {name!r}")
+    return getattr(importlib.import_module(_PUBLIC[name]), name)

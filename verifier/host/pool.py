@@ -9,7 +9,6 @@ warm between verifications; `warm` starts them ahead and `time_baseline` times a
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import queue
 import shutil
@@ -26,6 +25,7 @@ from verifier.host.verification import Shared, Slot, Verification
 from verifier.host.zygote_handle import start_all
 from verifier.options import VerifyOptions
 from verifier.report import Report
+from verifier.task import Task
 
 # GPU memory of one verification (its candidate's and its reference's sandboxes), in multiples of the task's eager
 # peak (H100, 2026-11-26, nvidia-smi every 0.5 s: pointwise_conv2d's eager run peaks at 12.3 GiB; its reference's
@@ -80,19 +80,23 @@ class VerifierPool:
 
     def verify(
         self,
-        task: str | os.PathLike,
-        candidate: str | os.PathLike,
+        task: Task,
+        candidate: str,
+        options: VerifyOptions | None = None,
+        *,
         cancelled: Callable[[], bool] | None = None,
-        **options,
+        candidate_origin: str = "candidate.py",
+        **option_values,
     ) -> Report:
-        """Verify one candidate file against one task file; see `VerifyOptions` for the options.
+        """Verify a candidate's source against `task`, with `options` (or `VerifyOptions(**option_values)`).
 
-        `cancelled` is polled while jobs run: once it returns true the sandboxes are killed and Cancelled raised."""
-        opts = options.pop("options", None) or VerifyOptions(**options)
+        `cancelled` is polled while jobs run: once it returns true the sandboxes are killed and Cancelled raised.
+        `candidate_origin` names the candidate in the report's messages (its path, where it came from a file)."""
+        opts = _options(options, option_values)
         with self._slot() as slot:
             if cancelled is not None and cancelled():
                 raise Cancelled
-            return Verification(slot, self.shared, Path(task), Path(candidate), opts, cancelled).run()
+            return Verification(slot, self.shared, task, candidate, opts, cancelled, candidate_origin).run()
 
     def warm(self) -> float:
         """Start the zygotes of every free slot now, all at once (what the first verification on a slot would
@@ -112,24 +116,30 @@ class VerifierPool:
                     slot.stop()
                 self._free.put(slot)
 
-    def fitting(self, task: str | os.PathLike) -> int | None:
+    def fitting(self, task: Task) -> int | None:
         """How many verifications of `task` fit on the GPU at once, judged by the peak memory of its eager run
         (measured with its baseline timings; None before that, or on a CPU). A verification holds the task's
         inputs and outputs several times over: guarded and cloned inputs, the candidate's temporaries, the
         reference's own run."""
-        digest = hashlib.sha256(Path(task).read_bytes()).hexdigest()
         for key, baseline in list(self.shared.baselines.items()):
-            if key[0] == digest and baseline.get("peak_bytes"):
+            if key[0] == task.digest and baseline.get("peak_bytes"):
                 usable = USABLE_SHARE * baseline["device_bytes"]
                 return max(1, int(usable // (VERIFICATION_FOOTPRINT * baseline["peak_bytes"])))
         return None
 
-    def time_baseline(self, task: str | os.PathLike, cancelled: Callable[[], bool] | None = None, **options) -> None:
+    def time_baseline(
+        self,
+        task: Task,
+        options: VerifyOptions | None = None,
+        *,
+        cancelled: Callable[[], bool] | None = None,
+        **option_values,
+    ) -> None:
         """Measure the task's eager and torch.compile timings now, on a free slot, for the verifications of the
         task that follow (they reuse them); nothing on a CPU. Options as for `verify`."""
-        opts = VerifyOptions(**options)
+        opts = _options(options, option_values)
         with self._slot() as slot:
-            Verification(slot, self.shared, Path(task), Path(task), opts, cancelled).time_baseline()
+            Verification(slot, self.shared, task, task.source, opts, cancelled).time_baseline()
 
     @contextlib.contextmanager
     def _slot(self) -> Iterator[Slot]:
@@ -142,10 +152,10 @@ class VerifierPool:
         finally:
             self._free.put(slot)
 
-    def verify_many(self, pairs: Iterable[tuple[str, str]], **options) -> list[Report]:
-        """Verify (task, candidate) pairs concurrently, one per slot; results in input order."""
+    def verify_many(self, pairs: Iterable[tuple[Task, str]], **option_values) -> list[Report]:
+        """Verify (task, candidate source) pairs concurrently, one per slot; results in input order."""
         with ThreadPoolExecutor(max_workers=len(self._slots)) as executor:
-            return list(executor.map(lambda pair: self.verify(*pair, **options), pairs))
+            return list(executor.map(lambda pair: self.verify(*pair, **option_values), pairs))
 
     def close(self) -> None:
         """Stop every zygote and delete all scratch data."""
@@ -168,13 +178,19 @@ class VerifierPool:
 
 
 def verify(
-    task: str | Path,
-    candidate: str | Path,
+    task: Task,
+    candidate: str,
     device: str = "auto",
     isolate: bool = True,
     require_isolation: bool = False,
-    **options,
+    **option_values,
 ) -> Report:
-    """Verify one candidate file against one task file in a one-off pool (see `VerifierPool` for many)."""
+    """Verify one candidate's source against one task in a one-off pool (see `VerifierPool` for many)."""
     with VerifierPool(size=1, device=device, isolate=isolate, require_isolation=require_isolation) as pool:
-        return pool.verify(task, candidate, **options)
+        return pool.verify(task, candidate, **option_values)
+
+
+def _options(options: VerifyOptions | None, values: dict) -> VerifyOptions:
+    if options is not None and values:
+        raise TypeError(f"pass either options or option values, not both (got {', '.join(values)})")
+    return options or VerifyOptions(**values)

@@ -9,9 +9,7 @@ to exactly one verdict.
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import hashlib
 import random
 import secrets
 import signal
@@ -28,6 +26,7 @@ from verifier.host.zygote_handle import JobOutcome, ZygoteHandle, start_all
 from verifier.options import VerifyOptions
 from verifier.report import Report
 from verifier.rules import RULES
+from verifier.task import Task
 from verifier.wire.channel import Channel
 from verifier.wire.messages import (
     Call,
@@ -94,62 +93,31 @@ class Shared:
             yield
 
 
-def _at(path: Path, exc: SyntaxError) -> str:
-    """`path:line` of a syntax error, or the path alone where Python names no line (a null byte, say)."""
-    return f"{path}:{exc.lineno}" if exc.lineno else str(path)
-
-
-def check_task_file(task: Path) -> str:
-    """Parse the task without running it; return its module name or raise TaskError naming file and line."""
-    return read_task(task)[0]
-
-
-def read_task(task: Path) -> tuple[str, str]:
-    """The task's module name and source, once it parses as a task (else TaskError naming file and line)."""
-    try:
-        source = task.read_text()
-    except OSError as exc:
-        raise UsageError(f"cannot read task file {task}: {exc.strerror or exc}") from exc
-    try:
-        tree = ast.parse(source, filename=str(task))
-    except SyntaxError as exc:
-        raise TaskError(f"{_at(task, exc)}: syntax error: {exc.msg}") from exc
-    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    missing = [name for name in ("Model", "get_inputs", "get_init_inputs") if name not in defined]
-    if missing:
-        raise TaskError(f"{task}:1: not a task: it defines no {', '.join(f'`{m}`' for m in missing)}")
-    return (task.stem if task.stem.isidentifier() else "task"), source
-
-
-def inputs_only(source: str) -> str:
-    """The task's source without its `Model` class (blank lines keep the line numbers): what the candidate's
-    sandbox needs to draw the same inputs, and nothing that computes the reference."""
-    lines = source.splitlines()
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.ClassDef) and node.name == "Model":
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            lines[first - 1 : node.end_lineno] = [""] * (node.end_lineno - first + 1)
-    return "\n".join(lines) + "\n"
+def _at(origin: str, exc: SyntaxError) -> str:
+    """`origin:line` of a syntax error, or the origin alone where Python names no line (a null byte, say)."""
+    return f"{origin}:{exc.lineno}" if exc.lineno else origin
 
 
 class Verification:
-    """One candidate file against one task file on a slot (`VerifierPool.verify` picks the slot); `run()` once."""
+    """One candidate's source against one task on a slot (`VerifierPool.verify` picks the slot); `run()` once.
+    `candidate_origin` names the candidate in messages (its path, where it came from a file)."""
 
     def __init__(
         self,
         slot: Slot,
         shared: Shared,
-        task: Path,
-        candidate: Path,
+        task: Task,
+        candidate: str,
         opts: VerifyOptions,
         cancelled: Callable[[], bool] | None,
+        candidate_origin: str = "candidate.py",
     ):
         self.slot = slot
         self.cancelled = cancelled
         self.shared = shared
         self.task = task
-        self.candidate = candidate
+        self.candidate_source = candidate
+        self.candidate_origin = candidate_origin
         self.opts = opts
         self.phases: dict[str, float] = {}
         seed = opts.seed if opts.seed is not None else secrets.randbelow(2**63)  # unpredictable, yet reported
@@ -158,8 +126,8 @@ class Verification:
             device=shared.device,
             interpreter=shared.device == "cpu",
             seed=seed,
-            task=str(task),
-            candidate=str(candidate),
+            task=task.origin,
+            candidate=candidate_origin,
             policy=opts.policy,
         )
         self.seeder = random.Random(seed)
@@ -180,29 +148,22 @@ class Verification:
     def time_baseline(self) -> None:
         """Only the task's eager and torch.compile timings, cached for the verifications that follow (on a GPU):
         what a conversion can measure while its candidates are still being generated."""
-        module_name, self.task_source = read_task(self.task)
         if self.shared.device != "cuda" or not self.opts.timing:
             return
         try:
             start_all([self.slot.reference])
             self.first_seed = self.seeder.randrange(2**31)
             with self.shared.measuring():
-                self._baseline(module_name)
+                self._baseline()
         finally:
             self.slot.reference.wipe(keep=REFERENCE_CACHES)
 
     def _run(self) -> None:
         report = self.report
-        module_name, self.task_source = read_task(self.task)
         try:
-            source = self.candidate.read_text()
-        except OSError as exc:
-            raise UsageError(f"cannot read candidate file {self.candidate}: {exc.strerror or exc}") from exc
-        self.candidate_source = source
-        try:
-            findings = check_candidate(source, task_module=module_name)
+            findings = check_candidate(self.candidate_source, task_module=self.task.name)
         except SyntaxError as exc:
-            self._finish("compile_error", f"{_at(self.candidate, exc)}: syntax error: {exc.msg}")
+            self._finish("compile_error", f"{_at(self.candidate_origin, exc)}: syntax error: {exc.msg}")
             return
         executable = self._sanitizer()
         self.static_findings = findings
@@ -216,25 +177,25 @@ class Verification:
         self.phases["start_s"] = start_all([self.slot.reference, self.slot.candidate])
         report.isolation = self.slot.candidate.isolation
         report.warnings.extend(report.isolation.get("warnings", []))
-        if not self._check_correctness(module_name, self.opts.trials):
+        if not self._check_correctness(self.opts.trials):
             return
-        if executable and not self._sanitize(module_name, executable):
+        if executable and not self._sanitize(executable):
             return
         if self.shared.device == "cuda" and self.opts.timing:
-            self._time(module_name)
+            self._time()
         if report.verdict == "correct":
             report.reward = 1.0 if not any(v["severity"] == "error" for v in report.violations) else 0.0
 
     # ------------------------------------------------------------ correctness
 
-    def _check_correctness(self, module_name: str, trials: int) -> bool:
+    def _check_correctness(self, trials: int) -> bool:
         """The candidate on `trials` fresh input sets plus one enable_grad call, compared with the task as the
         outputs arrive; True if the candidate is correct."""
         seeds = [self.seeder.randrange(2**31) for _ in range(trials)]
         self.first_seed = seeds[0]
         calls: list[Call] = [{"seed": seed, "grad": False, "label": f"trial {i + 1}"} for i, seed in enumerate(seeds)]
         calls.append({"seed": seeds[0], "grad": True, "label": "enable_grad call"})
-        pair = self._run_pair(module_name, "candidate", calls)
+        pair = self._run_pair("candidate", calls)
         if pair is None:
             return False
         reference, result = pair
@@ -294,7 +255,7 @@ class Verification:
             "Triton does, and earns no reward)"
         )
 
-    def _run_pair(self, module_name: str, kind: JobKind, calls: list[Call]) -> tuple[ReferenceResult, dict] | None:
+    def _run_pair(self, kind: JobKind, calls: list[Call]) -> tuple[ReferenceResult, dict] | None:
         """The reference side's comparing job and the candidate's job, side by side, joined by the slot's
         channel; both results, or None after setting the verdict for a candidate that did not finish. Outside a
         timing run (whose caller holds the GPU alone), the pair shares the GPU: no timing runs meanwhile.
@@ -302,12 +263,12 @@ class Verification:
         A pair that ran out of device memory beside other work (another verification, a compile) runs once more
         with the GPU alone: only then is the task called broken, or the candidate's run failed."""
         if kind == "time_candidate":
-            return self._run_jobs_of_pair(module_name, kind, calls)
+            return self._run_jobs_of_pair(kind, calls)
         self.out_of_memory = False
         sharing = gpu_lock.sharing(self.shared.gpu) if self.shared.device == "cuda" else contextlib.nullcontext()
         try:
             with sharing:
-                pair = self._run_jobs_of_pair(module_name, kind, calls)
+                pair = self._run_jobs_of_pair(kind, calls)
             if not self.out_of_memory:
                 return pair
             whose = "the candidate's run"
@@ -318,23 +279,21 @@ class Verification:
         self.report.warnings.append(f"{whose} ran out of device memory beside other work: verified again alone")
         self.report.verdict, self.report.message = "crashed", ""
         with gpu_lock.measuring(self.shared.gpu):
-            return self._run_jobs_of_pair(module_name, kind, calls)
+            return self._run_jobs_of_pair(kind, calls)
 
-    def _run_jobs_of_pair(
-        self, module_name: str, kind: JobKind, calls: list[Call]
-    ) -> tuple[ReferenceResult, dict] | None:
+    def _run_jobs_of_pair(self, kind: JobKind, calls: list[Call]) -> tuple[ReferenceResult, dict] | None:
         slot, channel = self.slot, self.slot.channel
         ref_name = slot.reference.new_job_name()
         cand_name, cand_files, cand_extra = self._candidate_job()
         candidate_seconds = self.opts.timeout
         wait = candidate_seconds + self.opts.timeout
         reference_job = {
-            "module_name": module_name,
+            "module_name": self.task.name,
             "wait_seconds": wait,
             "atol": self.opts.atol,
             "rtol": self.opts.rtol,
         }
-        task_file = f"{module_name}.py"
+        task_file = self.task.file_name
         channel.reset()
         box: dict = {}
 
@@ -346,7 +305,7 @@ class Verification:
                     "reference",
                     reference_job,
                     calls,
-                    {task_file: self.task_source},
+                    {task_file: self.task.source},
                     task_file,
                     wait + 10,
                 )
@@ -380,17 +339,18 @@ class Verification:
     def _candidate_job(self) -> tuple[str, dict[str, str], dict]:
         """A fresh job in the candidate's sandbox: its name, its files (the candidate, and the task without its
         `Model`) and the job's candidate-side fields."""
-        files = {f"{CANDIDATE_MODULE}.py": self.candidate_source, TASK_INPUTS_FILE: inputs_only(self.task_source)}
+        files = {f"{CANDIDATE_MODULE}.py": self.candidate_source, TASK_INPUTS_FILE: self.task.inputs_source}
         extra = {"inputs_source": TASK_INPUTS_FILE, "policy": self.opts.policy}
         return self.slot.candidate.new_job_name(), files, extra
 
     def _reference_result(self, outcome: JobOutcome) -> ReferenceResult:
         result = outcome.result
         if outcome.status != "ok" or outcome.signal or result is None or outcome.harness_error:
-            raise TaskError(f"{self.task}: the reference run failed: {_describe_outcome(outcome)}")
+            raise TaskError(f"{self.task.origin}: the reference run failed: {_describe_outcome(outcome)}")
         if not result.get("ok"):
             line = f":{result['line']}" if result.get("line") else ""
-            raise TaskError(f"{self.task}{line}: {result['stage']} failed: {result['error_type']}: {result['error']}")
+            failure = f"{result['stage']} failed: {result['error_type']}: {result['error']}"
+            raise TaskError(f"{self.task.origin}{line}: {failure}")
         return result
 
     # ------------------------------------------------------------ --sanitize
@@ -412,7 +372,7 @@ class Verification:
             )
         return executable
 
-    def _sanitize(self, module_name: str, executable: str) -> bool:
+    def _sanitize(self, executable: str) -> bool:
         """One more call of the correct candidate under memcheck; False after setting the verdict if memcheck
         saw a bad access. A sanitized run that cannot finish is a warning, not a verdict."""
         started = time.perf_counter()
@@ -444,31 +404,31 @@ class Verification:
 
     # ------------------------------------------------------------ timing
 
-    def _time(self, module_name: str) -> None:
+    def _time(self) -> None:
         with self.shared.measuring():
             started = time.perf_counter()
-            timing = self._measure(module_name)
+            timing = self._measure()
             self.phases["timing_s"] = time.perf_counter() - started
         if timing is None:
             return
         fastest = max(timing["speedup_vs_eager"], timing.get("speedup_vs_compile") or 0.0)
         if fastest > self.opts.suspect_speedup:
-            if not self._check_correctness(module_name, 2 * self.opts.trials):
+            if not self._check_correctness(2 * self.opts.trials):
                 self.report.message = f"re-verification of a {fastest:.1f}x speedup failed: {self.report.message}"
                 return
             with self.shared.measuring():
-                timing = self._measure(module_name)
+                timing = self._measure()
             if timing is None:
                 return
             timing["reverified"] = True
         self.report.timing = timing
 
-    def _measure(self, module_name: str) -> dict | None:
-        ref = self._baseline(module_name)
+    def _measure(self) -> dict | None:
+        ref = self._baseline()
         if ref is None:
             return None
         calls: list[Call] = [{"seed": self.first_seed, "grad": False, "label": "timed call"}]
-        pair = self._run_pair(module_name, "time_candidate", calls)
+        pair = self._run_pair("time_candidate", calls)
         if pair is None:
             return None
         reference, result = pair
@@ -489,20 +449,20 @@ class Verification:
             return None
         return _timing_summary(median, trials, ref)
 
-    def _baseline(self, module_name: str) -> dict | None:
+    def _baseline(self) -> dict | None:
         """Eager and torch.compile timings of the task, measured once per task (shared by the pool's slots)."""
-        key = (hashlib.sha256(self.task.read_bytes()).hexdigest(), self.opts.compile_baseline, self.opts.timing_trials)
+        key = (self.task.digest, self.opts.compile_baseline, self.opts.timing_trials)
         cached = self.shared.baselines.get(key)
         if cached is not None:
             return {**cached, "cached": True}
-        task_file = f"{module_name}.py"
+        task_file = self.task.file_name
         outcome = self._run_job(
             self.slot.reference,
             self.slot.reference.new_job_name(),
             "time_reference",
-            {"module_name": module_name, "compile": self.opts.compile_baseline},
+            {"module_name": self.task.name, "compile": self.opts.compile_baseline},
             [{"seed": self.first_seed, "grad": False, "label": "baseline"}],
-            {task_file: self.task_source},
+            {task_file: self.task.source},
             source=task_file,
             seconds=max(self.opts.timeout, 600.0),
         )
@@ -568,7 +528,7 @@ class Verification:
             if rejecting:  # a refusal the candidate's code then failed on is why it failed
                 self._finish("rejected", self._runtime_rejection(rejecting[0]))
             else:
-                self._finish(*_failure_verdict(result, self.candidate))
+                self._finish(*_failure_verdict(result, self.candidate_origin))
         else:
             return result
         return None
@@ -646,7 +606,7 @@ def _timeout_message(seconds: float, device: str) -> str:
     return f"{killed}; if it is slow rather than stuck, raise --timeout or shrink the task's get_inputs()"
 
 
-def _failure_verdict(result: dict, candidate: Path) -> tuple[str, str]:
+def _failure_verdict(result: dict, candidate: str) -> tuple[str, str]:
     """compile_error for failures to load or compile the candidate, runtime_error for failures while running;
     crashed for a failure without the fields every failure carries (the candidate's process wrote it)."""
     stage, error_type, error = (result.get(key) for key in ("stage", "error_type", "error"))
