@@ -68,8 +68,8 @@ def _add_convert(subparsers: argparse._SubParsersAction) -> None:
         "--policy",
         choices=("strict", "hybrid"),
         default=api.POLICY,
-        help="strict: write only an all-Triton kernel; hybrid: a library call plus Triton may be written when it is "
-        f"the only correct kind or meaningfully faster (default: {api.POLICY}, as for verify)",
+        help="as for verify: strict writes only an all-Triton kernel; hybrid may write a library call plus Triton "
+        f"when it is the only correct kind or meaningfully faster (default: {api.POLICY})",
     )
     add_timeout_option(convert)
     convert.set_defaults(run=_run_convert)
