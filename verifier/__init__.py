@@ -7,9 +7,7 @@ on first use, so the editor's diagnostics start without importing torch.
 
 from __future__ import annotations
 
-import importlib
-
-from verifier import threadsafe_ast
+from verifier import lazy, threadsafe_ast
 
 threadsafe_ast.install()
 
@@ -46,8 +44,4 @@ _PUBLIC = {
 
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'verifier' has no attribute {name!r}")
-    return getattr(importlib.import_module(_PUBLIC[name]), name)
+__getattr__ = lazy.attributes(__name__, _PUBLIC)

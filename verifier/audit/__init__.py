@@ -6,7 +6,7 @@ This module is the audit's public API (the language server and the benchmarks us
 
 from __future__ import annotations
 
-import importlib
+from verifier import lazy
 
 _PUBLIC = {
     "audit": "verifier.audit.engine",
@@ -25,8 +25,4 @@ _PUBLIC = {
 
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'verifier.audit' has no attribute {name!r}")
-    return getattr(importlib.import_module(_PUBLIC[name]), name)
+__getattr__ = lazy.attributes(__name__, _PUBLIC)
