@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import httpx
@@ -9,6 +10,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
+from model_server import api
 from tests.conftest import FIXTURES
 from tests.model_server import serving
 
@@ -136,6 +138,28 @@ def test_a_task_name_that_is_not_an_identifier_is_named(server):
             "task_name must be a Python identifier (ASCII letters, digits and underscores, not starting with a "
             "digit, at most 64 characters): it names the task's module"
         )
+
+
+def test_the_convert_body_is_the_convert_request(server):
+    """One declaration: the schema /openapi.json gives for /v1/convert has the request's fields, defaults and
+    bounds, so what the command line and the language server build is what the server takes."""
+    schema = httpx.get(f"{server}/openapi.json", headers=AUTH).json()
+    reference = schema["paths"]["/v1/convert"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    body = schema["components"]["schemas"][reference["$ref"].rsplit("/", 1)[1]]
+    fields = dataclasses.fields(api.ConvertRequest)
+    assert list(body["properties"]) == [f.name for f in fields] and body["required"] == ["task"]
+    assert body["additionalProperties"] is False
+    for each in fields:
+        shown = body["properties"][each.name]
+        assert shown["description"] == each.metadata["description"], each.name
+        if each.default is not dataclasses.MISSING:
+            assert shown["default"] == each.default, each.name
+    assert body["properties"]["policy"]["default"] == api.POLICY == "strict"
+    assert body["properties"]["samples"]["minimum"] == 1 and body["properties"]["samples"]["maximum"] == 64
+    sent = api.ConvertRequest(task=RELU, task_name="relu", samples=1, rounds=1, trials=1).to_body()
+    with httpx.stream("POST", f"{server}/v1/convert", headers=AUTH, json=sent, timeout=600) as response:
+        assert response.status_code == 200
+        assert _events(response)[-1]["event"] == "done"
 
 
 def test_a_chunked_body_over_the_limit_gets_413(server):
