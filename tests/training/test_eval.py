@@ -261,7 +261,7 @@ def test_verify_device_moves_verification_off_the_models_device(tmp_path, capsys
 def test_a_task_whose_own_run_fails_is_not_counted_and_a_rerun_tries_it_again(tmp_path, capsys, monkeypatch):
     """The task's reference failing in the verifier (out of GPU memory beside a training job, on the GPU box) cannot
     be made to happen on a CPU: the verifier raising what it raises then stands in for it, on the first run only."""
-    from verifier.errors import TaskError
+    from verifier import TaskError
 
     suite, out = tmp_path / "suite", tmp_path / "out"
     write_task(suite, "relu", "torch.relu(x)")
@@ -270,10 +270,10 @@ def test_a_task_whose_own_run_fails_is_not_counted_and_a_rerun_tries_it_again(tm
     flags += ["--output-dir", str(out)]
     verify_sample = evaluation.verify_sample
 
-    def out_of_memory_for_total(pool, task, candidate, args):
-        if task.stem == "total":
-            raise TaskError(f"{task}:12: forward failed: RuntimeError: CUDA error: out of memory")
-        return verify_sample(pool, task, candidate, args)
+    def out_of_memory_for_total(pool, task, candidate, origin, args):
+        if task.name == "total":
+            raise TaskError(f"{task.origin}:12: forward failed: RuntimeError: CUDA error: out of memory")
+        return verify_sample(pool, task, candidate, origin, args)
 
     monkeypatch.setattr(evaluation, "verify_sample", out_of_memory_for_total)
     assert evaluation.main(flags) == 0
