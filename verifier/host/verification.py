@@ -37,6 +37,7 @@ from verifier.wire.messages import (
 )
 
 OUTPUT_LIMIT = 4000
+SCALED_INPUTS = (4.0, 0.25)  # factors of the task's floating-point inputs in the last trials (`_trial_calls`)
 REFERENCE_CACHES = (".triton", ".cache")  # what the reference's scratch keeps between verifications
 CANDIDATE_MODULE = "candidate"
 TASK_INPUTS_FILE = "task_inputs.py"
@@ -193,7 +194,7 @@ class Verification:
         outputs arrive; True if the candidate is correct."""
         seeds = [self.seeder.randrange(2**31) for _ in range(trials)]
         self.first_seed = seeds[0]
-        calls: list[Call] = [{"seed": seed, "grad": False, "label": f"trial {i + 1}"} for i, seed in enumerate(seeds)]
+        calls = _trial_calls(seeds)
         calls.append({"seed": seeds[0], "grad": True, "label": "enable_grad call"})
         pair = self._run_pair("candidate", calls)
         if pair is None:
@@ -230,7 +231,9 @@ class Verification:
         exact = comparison.get("notes") or []
         likewise = f" (likewise {len(exact) - 1} more times)" if len(exact) > 1 else ""
         closeness = f"; {exact[0]}{likewise}" if exact else ""
-        self._finish("correct", f"matches the reference on {trials} trials plus an enable_grad call{closeness}")
+        skipped = [_text(note, 200) for note in _listed(reference.get("skipped"))]
+        closeness += "; " + "; ".join(skipped) if skipped else ""
+        self._finish("correct", f"matches the reference on {_trials_said(calls)} plus an enable_grad call{closeness}")
         return True
 
     def _runtime_findings(self, result: dict) -> list[Violation]:
@@ -330,9 +333,10 @@ class Verification:
         result = self._job_result(outcome)
         if result is None:
             return None
-        if reference["calls_compared"] < len(calls) and not reference["comparison"]["problems"]:
+        skipped = len(_listed(reference.get("skipped")))  # scaled trials the task itself could not run
+        if reference["calls_compared"] + skipped < len(calls) and not reference["comparison"]["problems"]:
             reference["comparison"]["problems"].append(
-                f"only {reference['calls_compared']} of {len(calls)} calls' outputs were compared"
+                f"only {reference['calls_compared']} of {len(calls) - skipped} calls' outputs were compared"
             )
         return reference, result
 
@@ -538,6 +542,27 @@ class Verification:
         self.report.message = message
         if verdict != "correct":
             self.report.reward = 0.0
+
+
+def _trial_calls(seeds: list[int]) -> list[Call]:
+    """One call per seed. The last trials (up to one per factor of SCALED_INPUTS, keeping at least two of the task's
+    own) draw the task's inputs scaled up and down: values past the constants a task compares against (a clamp's
+    bounds, a threshold) that its own random inputs almost never reach."""
+    scaled = min(len(SCALED_INPUTS), max(0, len(seeds) - 2))
+    scales = [1.0] * (len(seeds) - scaled) + list(SCALED_INPUTS[:scaled])
+    calls: list[Call] = []
+    for number, (seed, scale) in enumerate(zip(seeds, scales, strict=True), 1):
+        label = f"trial {number}" + (f" (inputs x{scale:g})" if scale != 1.0 else "")
+        calls.append({"seed": seed, "grad": False, "label": label, "scale": scale})
+    return calls
+
+
+def _trials_said(calls: list[Call]) -> str:
+    """'5 trials (2 with the inputs scaled: x4, x0.25)'."""
+    trials = [c for c in calls if not c["grad"]]
+    scales = [f"x{c['scale']:g}" for c in trials if c.get("scale", 1.0) != 1.0]
+    said = f"{len(trials)} trial{'s' if len(trials) != 1 else ''}"
+    return said + (f" ({len(scales)} with the inputs scaled: {', '.join(scales)})" if scales else "")
 
 
 def _stage_seconds(stages: object) -> dict[str, float]:

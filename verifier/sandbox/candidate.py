@@ -27,6 +27,7 @@ from verifier.sandbox.task_code import (
     TASK_INPUTS_MODULE,
     StageError,
     build,
+    call_inputs,
     collect_garbage,
     current_stream,
     describe,
@@ -151,7 +152,7 @@ def _run_calls(
         call_started = time.perf_counter()
         grad_mode = torch.enable_grad if call["grad"] else torch.no_grad
         guards = Guards()
-        fresh = stage("get_inputs", job["inputs_source"], lambda c=call: trial_inputs(task, c["seed"], device))
+        fresh = stage("get_inputs", job["inputs_source"], lambda c=call: call_inputs(task, c, device))
         on_device = [guards.input(x, position) for position, x in enumerate(fresh)]
         del fresh
         before = [_CLONE(x) if isinstance(x, torch.Tensor) else x for x in on_device]

@@ -20,6 +20,7 @@ from verifier.sandbox import compare, timing
 from verifier.sandbox.task_code import (
     StageError,
     build,
+    call_inputs,
     collect_garbage,
     describe,
     flatten,
@@ -32,7 +33,7 @@ from verifier.sandbox.task_code import (
     trial_inputs,
 )
 from verifier.wire.channel import Channel, ChannelClosed
-from verifier.wire.messages import Job, ReferenceResult, TimedReference
+from verifier.wire.messages import Call, Job, ReferenceResult, TimedReference
 
 FINGERPRINT_MODULUS = 65521
 EXACT_OUTPUT_BYTES = 4 * 2**30  # the published cumsum's 4 GiB output still gets its second opinion
@@ -52,15 +53,28 @@ def run_reference(job: Job) -> ReferenceResult:
     model = stage("init", job["source"], lambda: build(module.Model, init_inputs(module, job), job, device))
     comparison, repeated = compare.Comparison(), None
     fingerprints: list[tuple[int, int]] = []
-    compared = 0
+    skipped: list[str] = []
+    compared, largest = 0, 0
     deadline = time.monotonic() + job["wait_seconds"]
     try:
         for call in job["calls"]:
-            inputs = stage("get_inputs", job["source"], lambda c=call: trial_inputs(module, c["seed"], device))
-            with torch.no_grad():
-                output = stage("forward", job["source"], lambda args=inputs: model(*args))
+            inputs = stage("get_inputs", job["source"], lambda c=call: call_inputs(module, c, device))
+            scaled = call.get("scale", 1.0) != 1.0
+            try:
+                with torch.no_grad():
+                    output = stage("forward", job["source"], lambda args=inputs: model(*args))
+            except StageError as exc:
+                if not scaled:
+                    raise
+                failure = type(exc.exc).__name__
+                skipped.append(f"{call['label']} skipped: the task's own forward failed there ({failure})")
+                del inputs
+                channel.mark_ready()
+                _discard_call(channel, device, deadline, 4 * largest + 2**30)
+                continue
             del inputs
             structure, ref_leaves = flatten(output)
+            largest = max(largest, sum(nbytes(x) for x in ref_leaves))
             channel.mark_ready()
             try:
                 check, fingerprint, missed = _receive_call(
@@ -68,8 +82,12 @@ def run_reference(job: Job) -> ReferenceResult:
                 )
             except UNTRUSTED_FRAME_ERRORS as exc:  # what the candidate's side sent does not make sense
                 raise ChannelClosed(f"{type(exc).__name__}: {exc}") from exc
+            if scaled and not _finite(ref_leaves):
+                skipped.append(f"{call['label']} skipped: the task's own output is not finite there")
+                del output, ref_leaves, missed
+                continue
             if missed:
-                check.merge(_second_opinion(missed, model, module, call["seed"], device))
+                check.merge(_second_opinion(missed, model, module, call, device))
             del missed
             comparison.merge(check)
             ref_fingerprint = _fingerprint_leaves(ref_leaves, channel.slot_bytes)
@@ -95,7 +113,28 @@ def run_reference(job: Job) -> ReferenceResult:
             "notes": comparison.notes,
         },
         "repeated": repeated,
+        "skipped": skipped,
     }
+
+
+def _finite(leaves: list) -> bool:
+    """Whether every floating-point output is finite (a scaled trial where the task overflows says nothing)."""
+    return all(bool(torch.isfinite(x).all()) for x in leaves if isinstance(x, torch.Tensor) and x.is_floating_point())
+
+
+def _discard_call(channel: Channel, device: torch.device, deadline: float, limit: int) -> None:
+    """Read and drop one call's frames (a scaled trial the task itself cannot run), keeping the channel in step."""
+    header = channel.receive_json(deadline)
+    if not isinstance(header, dict) or not isinstance(header.get("leaves"), list):
+        raise ChannelClosed("a malformed frame header")
+    for cand in header["leaves"]:
+        if not isinstance(cand, dict) or cand.get("type") != "Tensor":
+            continue
+        size = _announced_bytes(cand)
+        if size is None or size > limit:
+            raise ChannelClosed("an output announces an impossible size")
+        for _ in channel.receive_bytes(size, device, deadline):
+            pass
 
 
 def _receive_call(
@@ -187,12 +226,12 @@ def _exact_possible(ref_leaves: list) -> bool:
 
 
 def _second_opinion(
-    missed: list[Missed], model: torch.nn.Module, module: ModuleType, seed: int, device: torch.device
+    missed: list[Missed], model: torch.nn.Module, module: ModuleType, call: Call, device: torch.device
 ) -> compare.Comparison:
     """The missed leaves judged against the task's float64 output on the same inputs (`compare.against_exact`);
     where the task cannot run in float64 (too large, an op without float64, a fault) the misses stand."""
     result = compare.Comparison()
-    exact = _float64_outputs(model, module, seed, device)
+    exact = _float64_outputs(model, module, call, device)
     for leaf in missed:
         if exact is None or leaf.index >= len(exact):
             result.merge(leaf.comparison)
@@ -201,14 +240,14 @@ def _second_opinion(
     return result
 
 
-def _float64_outputs(model: torch.nn.Module, module: ModuleType, seed: int, device: torch.device) -> list | None:
+def _float64_outputs(model: torch.nn.Module, module: ModuleType, call: Call, device: torch.device) -> list | None:
     """The task's outputs in float64 (a copy of the model, the call's inputs widened), or None where that is
     not possible within `EXACT_MODEL_BYTES` and the room for the widened inputs, or fails."""
     state = sum(nbytes(t) for t in (*model.parameters(), *model.buffers()))
     if state > EXACT_MODEL_BYTES:
         return None
     try:
-        inputs = trial_inputs(module, seed, device)
+        inputs = call_inputs(module, call, device)
         if not _room_to_widen(inputs, device):
             return None
         wide = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]

@@ -18,7 +18,7 @@ from types import ModuleType
 import torch
 
 from verifier.wire.channel import Channel
-from verifier.wire.messages import Job, StageFailure, Violation
+from verifier.wire.messages import Call, Job, StageFailure, Violation
 
 GC_COLLECT = gc.collect
 TASK_INPUTS_MODULE = "tritonize_task_inputs"
@@ -110,13 +110,22 @@ def init_inputs(module: ModuleType, job: Job) -> list:
     return list(module.get_init_inputs())
 
 
-def trial_inputs(module: ModuleType, seed: int, device: torch.device) -> list:
+def trial_inputs(module: ModuleType, seed: int, device: torch.device, scale: float = 1.0) -> list:
     """One call's inputs from its seed, made on `device` directly (tensor factories default to it), so the
-    reference and the candidate draw identical data without moving a byte between processes."""
+    reference and the candidate draw identical data without moving a byte between processes. `scale`
+    multiplies the floating-point tensors (a trial whose values reach branches the task's own inputs rarely do)."""
     seed_everything(seed)
     with device:
         inputs = list(module.get_inputs())
-    return [to_device(x, device) for x in inputs]
+    moved = [to_device(x, device) for x in inputs]
+    if scale == 1.0:
+        return moved
+    return [x.mul_(scale) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in moved]
+
+
+def call_inputs(module: ModuleType, call: Call, device: torch.device) -> list:
+    """The inputs of one of a job's calls: its seed's, scaled as the call says."""
+    return trial_inputs(module, call["seed"], device, call.get("scale", 1.0))
 
 
 def build(cls: type, init: list, job: Job, device: torch.device) -> torch.nn.Module:

@@ -14,7 +14,7 @@ candidate's outputs reach the reference side's comparer through the slot's share
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, Required, TypedDict
 
 JobKind = Literal["reference", "candidate", "time_reference", "time_candidate", "sanitize", "sanitized_candidate"]
 
@@ -28,12 +28,14 @@ SANITIZER_LOG_LIMIT = 2**20  # memcheck prints at most 20 errors, each with its 
 REPLY_LIMIT = RESULT_LIMIT + 2 * OUTPUT_LIMIT + SANITIZER_LOG_LIMIT + 2**20  # one reply line, JSON escaping included
 
 
-class Call(TypedDict):
-    """One call of the model: the seed its inputs are drawn from, the grad mode, and its name in messages."""
+class Call(TypedDict, total=False):
+    """One call of the model: the seed its inputs are drawn from, the grad mode, its name in messages, and the
+    factor its floating-point inputs are scaled by (1 when absent: the task's own inputs)."""
 
-    seed: int
-    grad: bool
-    label: str
+    seed: Required[int]
+    grad: Required[bool]
+    label: Required[str]
+    scale: float
 
 
 class _JobRequired(TypedDict):
@@ -165,6 +167,7 @@ class ReferenceResult(TypedDict):
     calls_compared: int
     comparison: ComparisonResult
     repeated: str | None  # a trial's output identical to the previous one's while the reference's changed
+    skipped: list[str]  # scaled trials the task itself could not run, or where its output is not finite
 
 
 class Coverage(TypedDict, total=False):

@@ -1,0 +1,42 @@
+"""The last trials draw the task's inputs scaled up and down, so a kernel that is wrong only where the task's own
+random inputs rarely go (a clamp left out) is caught, and the trial that caught it is named."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import FIXTURES
+from tests.sources import pair
+from verifier import VerifierPool
+
+SCALED = FIXTURES / "scaled"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with VerifierPool(size=1, device="cpu") as pool:
+        yield pool
+
+
+def test_a_clamp_left_out_is_caught_by_the_scaled_trial(pool):
+    for seed in (1, 2, 3):
+        left_out = pool.verify(*pair(SCALED / "clamp_task.py", SCALED / "clamp_left_out.py"), trials=5, seed=seed)
+        assert left_out.verdict == "incorrect", left_out.message
+        assert left_out.message.startswith("trial 4 (inputs x4): "), left_out.message  # trials 1-3 pass it
+    honest = pool.verify(*pair(SCALED / "clamp_task.py", SCALED / "clamp_ok.py"), trials=5, seed=1)
+    assert honest.verdict == "correct", honest.message
+    assert "on 5 trials (2 with the inputs scaled: x4, x0.25) plus an enable_grad call" in honest.message
+
+
+def test_with_the_task_s_own_inputs_alone_the_left_out_clamp_would_pass(pool):
+    """What the scaled trials add: two trials (both the task's own inputs) miss it."""
+    report = pool.verify(*pair(SCALED / "clamp_task.py", SCALED / "clamp_left_out.py"), trials=2, seed=1)
+    assert report.verdict == "correct", report.message
+    assert "on 2 trials plus" in report.message
+
+
+def test_a_scaled_trial_where_the_task_overflows_is_skipped_and_said(pool):
+    report = pool.verify(*pair(SCALED / "exp_task.py", SCALED / "exp_ok.py"), trials=5, seed=1)
+    assert report.verdict == "correct", report.message
+    assert "trial 4 (inputs x4) skipped: the task's own output is not finite there" in report.message
+    assert "trial 5 (inputs x0.25) skipped" not in report.message
