@@ -20,17 +20,17 @@ def pool():
 
 def test_a_clamp_left_out_is_caught_by_the_scaled_trial(pool):
     for seed in (1, 2, 3):
-        left_out = pool.verify(*pair(SCALED / "clamp_task.py", SCALED / "clamp_left_out.py"), trials=5, seed=seed)
+        left_out = pool.verify(*pair(SCALED / "clamp_task.py", SCALED / "copy.py"), trials=5, seed=seed)
         assert left_out.verdict == "incorrect", left_out.message
-        assert left_out.message.startswith("trial 4 (inputs x4): "), left_out.message  # trials 1-3 pass it
+        assert left_out.message.startswith("trial 3 (inputs x4): "), left_out.message  # trials 1-2 pass it
     honest = pool.verify(*pair(SCALED / "clamp_task.py", SCALED / "clamp_ok.py"), trials=5, seed=1)
     assert honest.verdict == "correct", honest.message
-    assert "on 5 trials (2 with the inputs scaled: x4, x0.25) plus an enable_grad call" in honest.message
+    assert "on 5 trials (3 with the inputs scaled: x4, x0.25, x-1) plus an enable_grad call" in honest.message
 
 
 def test_with_the_task_s_own_inputs_alone_the_left_out_clamp_would_pass(pool):
     """What the scaled trials add: two trials (both the task's own inputs) miss it."""
-    report = pool.verify(*pair(SCALED / "clamp_task.py", SCALED / "clamp_left_out.py"), trials=2, seed=1)
+    report = pool.verify(*pair(SCALED / "clamp_task.py", SCALED / "copy.py"), trials=2, seed=1)
     assert report.verdict == "correct", report.message
     assert "on 2 trials plus" in report.message
 
@@ -38,5 +38,11 @@ def test_with_the_task_s_own_inputs_alone_the_left_out_clamp_would_pass(pool):
 def test_a_scaled_trial_where_the_task_overflows_is_skipped_and_said(pool):
     report = pool.verify(*pair(SCALED / "exp_task.py", SCALED / "exp_ok.py"), trials=5, seed=1)
     assert report.verdict == "correct", report.message
-    assert "trial 4 (inputs x4) skipped: the task's own output is not finite there" in report.message
-    assert "trial 5 (inputs x0.25) skipped" not in report.message
+    assert "trial 3 (inputs x4) skipped: the task's own output is not finite there" in report.message
+    assert "trial 4 (inputs x0.25) skipped" not in report.message
+
+
+def test_an_abs_left_out_is_caught_by_the_negated_trial(pool):
+    report = pool.verify(*pair(SCALED / "abs_task.py", SCALED / "copy.py"), trials=5, seed=1)
+    assert report.verdict == "incorrect", report.message
+    assert report.message.startswith("trial 5 (inputs x-1): "), report.message

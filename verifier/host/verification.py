@@ -37,7 +37,7 @@ from verifier.wire.messages import (
 )
 
 OUTPUT_LIMIT = 4000
-SCALED_INPUTS = (4.0, 0.25)  # factors of the task's floating-point inputs in the last trials (`_trial_calls`)
+SCALED_INPUTS = (4.0, 0.25, -1.0)  # factors of the task's floating-point inputs in the last trials (`_trial_calls`)
 REFERENCE_CACHES = (".triton", ".cache")  # what the reference's scratch keeps between verifications
 CANDIDATE_MODULE = "candidate"
 TASK_INPUTS_FILE = "task_inputs.py"
@@ -546,8 +546,8 @@ class Verification:
 
 def _trial_calls(seeds: list[int]) -> list[Call]:
     """One call per seed. The last trials (up to one per factor of SCALED_INPUTS, keeping at least two of the task's
-    own) draw the task's inputs scaled up and down: values past the constants a task compares against (a clamp's
-    bounds, a threshold) that its own random inputs almost never reach."""
+    own) draw the task's inputs scaled up, down and negated: values past the constants a task compares against (a
+    clamp's bounds, a threshold) and of the other sign, which its own random inputs almost never reach."""
     scaled = min(len(SCALED_INPUTS), max(0, len(seeds) - 2))
     scales = [1.0] * (len(seeds) - scaled) + list(SCALED_INPUTS[:scaled])
     calls: list[Call] = []
