@@ -3,11 +3,15 @@ random inputs rarely go (a clamp left out) is caught, and the trial that caught 
 
 from __future__ import annotations
 
+import types
+
 import pytest
+import torch
 
 from tests.conftest import FIXTURES
 from tests.sources import pair
 from verifier import VerifierPool
+from verifier.sandbox.task_code import trial_inputs
 
 SCALED = FIXTURES / "scaled"
 
@@ -46,3 +50,13 @@ def test_an_abs_left_out_is_caught_by_the_negated_trial(pool):
     report = pool.verify(*pair(SCALED / "abs_task.py", SCALED / "copy.py"), trials=5, seed=1)
     assert report.verdict == "incorrect", report.message
     assert report.message.startswith("trial 5 (inputs x-1): "), report.message
+
+
+def test_scaling_leaves_a_tensor_the_task_hands_out_every_call_unchanged():
+    module = types.ModuleType("constant_input")
+    module.X = torch.linspace(-6, 6, 2048)
+    module.get_inputs = lambda: [module.X, torch.arange(3), 2.0]
+    scaled = trial_inputs(module, 7, torch.device("cpu"), 4.0)
+    assert torch.equal(module.X, torch.linspace(-6, 6, 2048)), "the task's own tensor was scaled in place"
+    assert torch.equal(scaled[0], 4 * module.X)
+    assert torch.equal(scaled[1], torch.arange(3)) and scaled[2] == 2.0, "only floating-point tensors are scaled"

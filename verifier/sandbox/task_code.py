@@ -120,7 +120,8 @@ def trial_inputs(module: ModuleType, seed: int, device: torch.device, scale: flo
     moved = [to_device(x, device) for x in inputs]
     if scale == 1.0:
         return moved
-    return [x.mul_(scale) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in moved]
+    # out of place: `get_inputs` may hand out the same tensor every call (a module-level constant)
+    return [x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in moved]
 
 
 def call_inputs(module: ModuleType, call: Call, device: torch.device) -> list:
