@@ -135,3 +135,20 @@ def test_a_kernel_more_exact_than_the_fp32_reference_is_judged_against_float64()
     assert biased.verdict == "incorrect" and biased.reward == 0
     assert "against the float64 answer it is off by up to 10" in biased.message
     assert "at most 4x that is allowed" in biased.message
+
+
+def test_a_tensor_the_task_draws_at_import_is_the_same_on_both_sides(tmp_path):
+    """`X = torch.randn(...)` at the top of a task: each sandbox imports the task right after the same seed, so the
+    reference's X and the candidate's are one tensor (before, every candidate of such a task was incorrect)."""
+    task = tmp_path / "drawn_at_import.py"
+    relu = (FIXTURES / "tasks/relu.py").read_text()
+    task.write_text(
+        relu.replace(
+            "def get_inputs():\n    return [torch.randn(8, 200)]",
+            "X = torch.randn(8, 200)\n\n\ndef get_inputs():\n    return [X]",
+        )
+    )
+    assert "return [X]" in task.read_text()
+    with VerifierPool(size=1, device="cpu") as pool:
+        report = pool.verify(*pair(task, FIXTURES / "candidates/relu_ok.py"), trials=2)
+    assert report.verdict == "correct", report.message

@@ -34,6 +34,7 @@ from verifier.sandbox.task_code import (
     flatten,
     init_inputs,
     load_module,
+    load_task,
     open_channel,
     short,
     stage,
@@ -195,7 +196,11 @@ def _run_calls(
 
 def _task_inputs(job: Job) -> tuple[ModuleType, list]:
     """The candidate side's copy of the task (without its `Model`) and the constructor arguments drawn from it."""
-    task = stage("get_inputs", job["inputs_source"], lambda: load_module(job["inputs_source"], TASK_INPUTS_MODULE))
+    task = stage(
+        "get_inputs",
+        job["inputs_source"],
+        lambda: load_task(job["inputs_source"], TASK_INPUTS_MODULE, job["init_seed"]),
+    )
     init = stage("get_init_inputs", job["inputs_source"], lambda: init_inputs(task, job))
     return task, init
 
@@ -223,7 +228,7 @@ def time_candidate(job: Job) -> TimedCandidate:
     """Median time of the candidate on the first call's inputs; its last output goes to the comparer."""
     device = torch.device(job["device"])
     channel = open_channel(job, device)
-    task = load_module(job["inputs_source"], TASK_INPUTS_MODULE)
+    task = load_task(job["inputs_source"], TASK_INPUTS_MODULE, job["init_seed"])
     init = init_inputs(task, job)
     watch = Watch(device)
     module = load_module(job["source"], job["module_name"])

@@ -25,7 +25,7 @@ from verifier.sandbox.task_code import (
     describe,
     flatten,
     init_inputs,
-    load_module,
+    load_task,
     nbytes,
     open_channel,
     short,
@@ -46,7 +46,7 @@ def run_reference(job: Job) -> ReferenceResult:
     """For each call: the task's output on the call's inputs, compared with what the candidate streams."""
     device = torch.device(job["device"])
     channel = open_channel(job, device)
-    module = stage("import", job["source"], lambda: load_module(job["source"], job["module_name"]))
+    module = stage("import", job["source"], lambda: load_task(job["source"], job["module_name"], job["init_seed"]))
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
             raise StageError("import", AttributeError(f"the task defines no `{name}`"), job["source"])
@@ -272,7 +272,7 @@ def _room_to_widen(inputs: list, device: torch.device) -> bool:
 def time_reference(job: Job) -> TimedReference:
     """Eager and torch.compile medians on the first call's inputs, measured like the candidate."""
     device = torch.device(job["device"])
-    module = load_module(job["source"], job["module_name"])
+    module = load_task(job["source"], job["module_name"], job["init_seed"])
     model = build(module.Model, init_inputs(module, job), job, device)
     inputs = trial_inputs(module, job["calls"][0]["seed"], device)
     result: TimedReference = {"ok": True}

@@ -124,6 +124,13 @@ def trial_inputs(module: ModuleType, seed: int, device: torch.device, scale: flo
     return [x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in moved]
 
 
+def load_task(source_file: str, name: str, seed: int) -> ModuleType:
+    """The task's module, imported right after seeding: a tensor drawn at import (`X = torch.randn(...)` at the top
+    of the file) is the same in the reference's sandbox and the candidate's."""
+    seed_everything(seed)
+    return load_module(source_file, name)
+
+
 def call_inputs(module: ModuleType, call: Call, device: torch.device) -> list:
     """The inputs of one of a job's calls: its seed's, scaled as the call says."""
     return trial_inputs(module, call["seed"], device, call.get("scale", 1.0))
