@@ -24,7 +24,7 @@ from pathlib import Path
 from model_server.api import ConvertRequest
 from model_server.backends import BackendConfig, create_backend
 from model_server.loop import ConvertError, Outcome, convert
-from verifier import VerifierPool
+from verifier import Task, VerifierPool
 
 TASKS = Path(__file__).resolve().parent / "tasks" / "published"
 HEADER = (
@@ -80,8 +80,8 @@ def _task_path(name: str) -> Path:
 def _convert(path: Path, backend, pool: VerifierPool, options: dict) -> dict:
     started = time.perf_counter()
     phases: list[tuple[float, str]] = []
-    name = path.stem if path.stem.isidentifier() else "task"
-    request = ConvertRequest(task=path.read_text(), task_name=name, **options)
+    task = Task.from_file(path)
+    request = ConvertRequest(task=task.source, task_name=task.name, **options)
     try:
         outcome = convert(request, backend, pool, lambda e: phases.append((time.perf_counter(), e["text"])))
     except ConvertError as exc:

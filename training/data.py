@@ -336,7 +336,7 @@ def _convert(task: Task, backend, pool, args: DataArgs) -> dict:
     from verifier import TaskError, UsageError
 
     try:  # named as the candidate's docstring cites it
-        checked = VerifierTask(task.source, task.name if task.name.isidentifier() else "task")
+        checked = VerifierTask.named(task.source, task.name)
         generated, _ = collect(backend, GenerationRequest(checked, VARIANTS, pool.device))
     except (BackendError, TaskError, UsageError) as exc:
         return {"kept": False, "verdict": "not_converted", "rules": [], "message": str(exc)[:500]}

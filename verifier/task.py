@@ -38,12 +38,16 @@ class Task:
         object.__setattr__(self, "digest", hashlib.sha256(self.source.encode()).hexdigest())
 
     @classmethod
+    def named(cls, source: str, name: str, origin: str = "") -> Task:
+        """The task named `name` where that is a module name (an identifier), else `task`."""
+        return cls(source, name if name.isidentifier() else "task", origin)
+
+    @classmethod
     def from_file(cls, path: str | os.PathLike) -> Task:
-        """The task in `path`, named by its file's stem (`task` where the stem is no identifier); UsageError if
-        it cannot be read, TaskError naming file and line if it is no task."""
+        """The task in `path`, named by its file's stem; UsageError if it cannot be read, TaskError naming file and
+        line if it is no task."""
         path = Path(path)
-        source = read_source(path, "task")
-        return cls(source, path.stem if path.stem.isidentifier() else "task", str(path))
+        return cls.named(read_source(path, "task"), path.stem, str(path))
 
     @property
     def file_name(self) -> str:
@@ -71,13 +75,17 @@ def read_source(path: str | os.PathLike, what: str = "candidate") -> str:
         raise UsageError(f"cannot read {what} file {path}: {reason}") from exc
 
 
+def syntax_error_at(origin: str, exc: SyntaxError) -> str:
+    """`origin:line` of a syntax error, or the origin alone where Python names no line (a null byte, say)."""
+    return f"{origin}:{exc.lineno}" if exc.lineno else origin
+
+
 def _parse(source: str, origin: str) -> ast.Module:
     """The task's syntax tree, once it parses and defines what a task defines (else TaskError naming where)."""
     try:
         tree = ast.parse(source, filename=origin)
     except SyntaxError as exc:
-        where = f"{origin}:{exc.lineno}" if exc.lineno else origin
-        raise TaskError(f"{where}: syntax error: {exc.msg}") from exc
+        raise TaskError(f"{syntax_error_at(origin, exc)}: syntax error: {exc.msg}") from exc
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
     defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     missing = [name for name in REQUIRED if name not in defined]

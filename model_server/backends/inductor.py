@@ -7,7 +7,7 @@ import json
 import re
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
@@ -72,8 +72,7 @@ class InductorBackend:
     def generate(self, request: GenerationRequest) -> Iterator[Batch]:
         if request.round > 1 and not request.feedback:
             return
-        handed: list[Generated] = []
-        captures = yield from self._captures(request, handed)
+        captures, handed = yield from self._captures(request)
         made, refusals = self._candidates(captures, request)
         if not made:
             raise BackendError(f"the inductor backend cannot convert {request.task.origin}: {'; '.join(refusals)}")
@@ -111,12 +110,12 @@ class InductorBackend:
 
     # ------------------------------------------------------------ captures
 
-    def _captures(self, request: GenerationRequest, handed: list[Generated]) -> Iterator[Batch]:
-        """Inductor's output for each mode this device has (the generator's return value), run in parallel,
-        each from the cache if it is there. The templates compile is stopped as soon as the default one shows no
-        library call (it would only hold CPUs and GPU memory that verification needs). While it runs on, the
-        default capture's candidates that are sure to be among those returned are yielded (and kept in `handed`).
-        A templates compile that fails (time, memory) leaves the default capture's candidates."""
+    def _captures(self, request: GenerationRequest) -> Generator[Batch, None, tuple[dict[str, dict], list[Generated]]]:
+        """Inductor's output for each mode this device has, run in parallel, each from the cache if it is there,
+        and the candidates handed over early (the generator's return value). The templates compile is stopped as
+        soon as the default one shows no library call (it would only hold CPUs and GPU memory that verification
+        needs). While it runs on, the default capture's candidates that are sure to be among those returned are
+        yielded. A templates compile that fails (time, memory) leaves the default capture's candidates."""
         modes = ["default", "templates"] if request.device == "cuda" else ["default"]
         task_source = request.task.source.encode()
         unneeded = threading.Event()
@@ -126,17 +125,16 @@ class InductorBackend:
             if "error" not in default and not uses_library(default):
                 unneeded.set()
             templates = running.get("templates")
-            if templates is not None and not templates.done():
-                handed.extend(self._early_candidates(default, request))
-                if handed:
-                    yield Batch(list(handed), more=True)
+            handed = self._early_candidates(default, request) if templates is not None and not templates.done() else []
+            if handed:
+                yield Batch(handed, more=True)
             captures = {"default": default}
             if templates is not None:
                 captures["templates"] = _failure_as_error(templates, "error" not in default)
         if all("error" in c for c in captures.values()):
             reasons = "; ".join(c["error"] for c in captures.values())
             raise BackendError(f"the inductor backend cannot convert {request.task.origin}: {reasons}")
-        return captures
+        return captures, handed
 
     def _early_candidates(self, default: dict, request: GenerationRequest) -> list[Generated]:
         """The default capture's hybrid candidate, where it will be among the first `request.samples` whatever

@@ -26,7 +26,7 @@ from verifier.host.zygote_handle import JobOutcome, ZygoteHandle, start_all
 from verifier.options import VerifyOptions
 from verifier.report import Report
 from verifier.rules import RULES
-from verifier.task import Task
+from verifier.task import Task, syntax_error_at
 from verifier.wire.channel import Channel
 from verifier.wire.messages import (
     Call,
@@ -94,11 +94,6 @@ class Shared:
             yield
 
 
-def _at(origin: str, exc: SyntaxError) -> str:
-    """`origin:line` of a syntax error, or the origin alone where Python names no line (a null byte, say)."""
-    return f"{origin}:{exc.lineno}" if exc.lineno else origin
-
-
 class Verification:
     """One candidate's source against one task on a slot (`VerifierPool.verify` picks the slot); `run()` once.
     `candidate_origin` names the candidate in messages (its path, where it came from a file)."""
@@ -164,7 +159,7 @@ class Verification:
         try:
             findings = check_candidate(self.candidate_source, task_module=self.task.name)
         except SyntaxError as exc:
-            self._finish("compile_error", f"{_at(self.candidate_origin, exc)}: syntax error: {exc.msg}")
+            self._finish("compile_error", f"{syntax_error_at(self.candidate_origin, exc)}: syntax error: {exc.msg}")
             return
         executable = self._sanitizer()
         self.static_findings = findings

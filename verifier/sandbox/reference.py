@@ -124,10 +124,7 @@ def _finite(leaves: list) -> bool:
 
 def _discard_call(channel: Channel, device: torch.device, deadline: float, limit: int) -> None:
     """Read and drop one call's frames (a scaled trial the task itself cannot run), keeping the channel in step."""
-    header = channel.receive_json(deadline)
-    if not isinstance(header, dict) or not isinstance(header.get("leaves"), list):
-        raise ChannelClosed("a malformed frame header")
-    for cand in header["leaves"]:
+    for cand in _frame_header(channel, deadline)["leaves"]:
         if not isinstance(cand, dict) or cand.get("type") != "Tensor":
             continue
         size = _announced_bytes(cand)
@@ -137,15 +134,21 @@ def _discard_call(channel: Channel, device: torch.device, deadline: float, limit
             pass
 
 
+def _frame_header(channel: Channel, deadline: float) -> dict:
+    """A call's first frame from the candidate's side: its structure and a description of each output leaf."""
+    header = channel.receive_json(deadline)
+    if not isinstance(header, dict) or not isinstance(header.get("leaves"), list):
+        raise ChannelClosed("a malformed frame header")
+    return header
+
+
 def _receive_call(
     channel: Channel, label: str, structure: object, ref_leaves: list, job: Job, device: torch.device, deadline: float
 ) -> tuple[compare.Comparison, int | None, list[Missed]]:
     """Read one call's frames from the candidate and compare them: the comparison, the fingerprint of the bytes
     it sent, and the leaves that missed only on the size of their errors (kept for a second opinion, left out
     of the comparison)."""
-    header = channel.receive_json(deadline)
-    if not isinstance(header, dict) or not isinstance(header.get("leaves"), list):
-        raise ChannelClosed("a malformed frame header")
+    header = _frame_header(channel, deadline)
     result = compare.Comparison(problems=compare.compare_structure(structure, header.get("structure"), label))
     cand_leaves = header["leaves"]
     ref_described = [describe(x) for x in ref_leaves]
