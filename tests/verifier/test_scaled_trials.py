@@ -60,3 +60,23 @@ def test_scaling_leaves_a_tensor_the_task_hands_out_every_call_unchanged():
     assert torch.equal(module.X, torch.linspace(-6, 6, 2048)), "the task's own tensor was scaled in place"
     assert torch.equal(scaled[0], 4 * module.X)
     assert torch.equal(scaled[1], torch.arange(3)) and scaled[2] == 2.0, "only floating-point tensors are scaled"
+
+
+def test_a_scaled_trial_where_the_task_itself_raises_is_skipped_and_the_rest_still_compared(tmp_path, pool):
+    """The task refuses values past 8 (its x4 trial raises); the candidate's outputs of that trial are read and
+    dropped, so the trials after it still line up, and a kernel wrong on them is still caught."""
+    task = tmp_path / "bounded.py"
+    relu = (FIXTURES / "tasks/relu.py").read_text()
+    guarded = (
+        "        if x.abs().max() > 8:\n"
+        '            raise ValueError("inputs out of range")\n'
+        "        return torch.relu(x)"
+    )
+    task.write_text(relu.replace("        return torch.relu(x)", guarded))
+    assert "out of range" in task.read_text()
+    honest = pool.verify(*pair(task, FIXTURES / "candidates/relu_ok.py"), trials=5, seed=1)
+    assert honest.verdict == "correct", honest.message
+    assert "trial 3 (inputs x4) skipped: the task's own forward failed there (ValueError)" in honest.message
+    wrong = pool.verify(*pair(task, SCALED / "copy.py"), trials=5, seed=1)
+    assert wrong.verdict == "incorrect" and wrong.message.startswith("trial 1: "), wrong.message
+    assert "trial 3" not in wrong.message and "trial 4 (inputs x0.25)" in wrong.message
