@@ -43,6 +43,32 @@ def test_a_tensor_larger_than_the_ring_crosses_in_order_from_another_process():
     channel.close()
 
 
+def test_skipped_bytes_keep_the_reader_in_step_with_the_next_frame():
+    """A call the reader cannot use (its GPU is gone) is consumed frame by frame without a copy."""
+    channel = Channel.create(1024)
+    writer = start_writer(channel)
+    deadline = time.monotonic() + 60
+    assert channel.receive_json(deadline) == {"leaves": 2}
+    channel.skip_bytes(40_000, deadline)
+    [flags] = channel.receive_bytes(3, torch.device("cpu"), deadline)
+    assert flags.view(torch.bool).tolist() == [True, False, True]
+    assert writer.wait(timeout=60) == 0
+    channel.close()
+
+
+def test_skipping_more_bytes_than_a_frame_holds_is_refused():
+    channel = Channel.create(1024)
+    writer = start_writer(channel)
+    deadline = time.monotonic() + 60
+    channel.receive_json(deadline)
+    channel.skip_bytes(40_000, deadline)
+    with pytest.raises(ChannelClosed, match="expected 2 more tensor bytes, got a frame of 3"):
+        channel.skip_bytes(2, deadline)
+    channel.close_reader()
+    writer.wait(timeout=60)
+    channel.close()
+
+
 def test_a_reader_waiting_on_a_writer_that_died_stops_when_the_parent_closes_the_writer_end():
     channel = Channel.create(1024)
     writer = start_writer(channel, "import os; os._exit(3)")

@@ -1,6 +1,6 @@
 """Honest kernels that differ from PyTorch only by the order of their fp32 roundings verify `correct`: a mean of
-values that cancel, a blocked cumsum, a split-K sum, Welford's variance, an online softmax (the CPU halves of
-issue 34's cases; on a GPU PyTorch's own orders differ again)."""
+values that cancel, a blocked cumsum, a split-K sum, Welford's variance, an online softmax (issue 34's
+cases), on the CPU and on a GPU, where PyTorch's own orders differ again."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from verifier import VerifierPool
 CASES = sorted(path.name for path in (FIXTURES / "rounding").iterdir())
 
 
-@pytest.fixture(scope="module")
-def pool():
-    with VerifierPool(size=1, device="cpu") as pool:
+@pytest.fixture(scope="module", params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def pool(request):
+    with VerifierPool(size=1, device=request.param) as pool:
         yield pool
 
 

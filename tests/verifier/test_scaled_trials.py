@@ -79,4 +79,33 @@ def test_a_scaled_trial_where_the_task_itself_raises_is_skipped_and_the_rest_sti
     assert "trial 3 (inputs x4) skipped: the task's own forward failed there (ValueError)" in honest.message
     wrong = pool.verify(*pair(task, SCALED / "copy.py"), trials=5, seed=1)
     assert wrong.verdict == "incorrect" and wrong.message.startswith("trial 1: "), wrong.message
-    assert "trial 3" not in wrong.message and "trial 4 (inputs x0.25)" in wrong.message
+    # shown: trial 1, trial 2 and the enable_grad call; the 2 more are trials 4 and 5, compared after the skip
+    assert "trial 3" not in wrong.message and wrong.message.endswith("(and 2 more)"), wrong.message
+
+
+def test_a_task_that_refuses_scaled_inputs_only_skips_those_trials(pool):
+    """Binary cross-entropy raises on predictions outside [0, 1]: the x4 and x-1 trials are skipped, the x0.25
+    trial is still compared."""
+    report = pool.verify(*pair(SCALED / "bce_task.py", SCALED / "bce_ok.py"), trials=5, seed=1)
+    assert report.verdict == "correct", report.message
+    assert "trial 3 (inputs x4) skipped: the task's own forward failed there (RuntimeError)" in report.message
+    assert "trial 5 (inputs x-1) skipped" in report.message
+    assert "trial 4 (inputs x0.25) skipped" not in report.message
+
+
+@pytest.mark.gpu
+def test_a_device_side_assert_in_a_scaled_trial_is_not_the_candidate_s_fault(tmp_path):
+    """On a GPU the same refusal is a device-side assert, after which the reference's CUDA context is lost: the
+    trial and those after it are skipped (their outputs drained without the device), and the verdict stands on
+    the trials before; a wrong kernel is still caught there."""
+    with VerifierPool(size=1, device="cuda") as gpu:
+        honest = gpu.verify(*pair(SCALED / "bce_task.py", SCALED / "bce_ok.py"), trials=5, seed=1, timing=False)
+        assert honest.verdict == "correct", honest.message
+        assert "trial 3 (inputs x4) skipped: the task's own forward failed there" in honest.message
+        assert "trial 4 (inputs x0.25) skipped: the device was lost in an earlier scaled trial" in honest.message
+        wrong_kernel = tmp_path / "bce_wrong.py"
+        wrong_kernel.write_text((SCALED / "bce_ok.py").read_text().replace("(1.0 - t) * log_q", "t * log_q"))
+        wrong = gpu.verify(*pair(SCALED / "bce_task.py", wrong_kernel), trials=5, seed=1, timing=False)
+        assert wrong.verdict == "incorrect" and wrong.message.startswith("trial 1: "), wrong.message
+        again = gpu.verify(*pair(SCALED / "bce_task.py", SCALED / "bce_ok.py"), trials=3, seed=2, timing=False)
+        assert again.verdict == "correct", again.message

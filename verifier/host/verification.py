@@ -37,7 +37,7 @@ from verifier.wire.messages import (
 )
 
 OUTPUT_LIMIT = 4000
-SCALED_INPUTS = (4.0, 0.25, -1.0)  # factors of the task's floating-point inputs in the last trials (`_trial_calls`)
+SCALED_INPUTS = (4.0, 0.25, -1.0)  # factors of the task's floating-point inputs in the last trials (`_calls`)
 REFERENCE_CACHES = (".triton", ".cache")  # what the reference's scratch keeps between verifications
 CANDIDATE_MODULE = "candidate"
 TASK_INPUTS_FILE = "task_inputs.py"
@@ -189,8 +189,7 @@ class Verification:
         outputs arrive; True if the candidate is correct."""
         seeds = [self.seeder.randrange(2**31) for _ in range(trials)]
         self.first_seed = seeds[0]
-        calls = _trial_calls(seeds)
-        calls.append({"seed": seeds[0], "grad": True, "label": "enable_grad call"})
+        calls = _calls(seeds)
         pair = self._run_pair("candidate", calls)
         if pair is None:
             return False
@@ -539,16 +538,19 @@ class Verification:
             self.report.reward = 0.0
 
 
-def _trial_calls(seeds: list[int]) -> list[Call]:
-    """One call per seed. The last trials (up to one per factor of SCALED_INPUTS, keeping at least two of the task's
-    own) draw the task's inputs scaled up, down and negated: values past the constants a task compares against (a
-    clamp's bounds, a threshold) and of the other sign, which its own random inputs almost never reach."""
+def _calls(seeds: list[int]) -> list[Call]:
+    """One call per seed, then an enable_grad call on the first seed's inputs. The last trials (up to one per factor
+    of SCALED_INPUTS, keeping at least two of the task's own) draw the task's inputs scaled up, down and negated:
+    values past the constants a task compares against (a clamp's bounds, a threshold) and of the other sign, which
+    its own random inputs almost never reach. They come after the enable_grad call, last, because a task may be
+    unable to run them (a device-side assert on a GPU ends its process's use of the device)."""
     scaled = min(len(SCALED_INPUTS), max(0, len(seeds) - 2))
     scales = [1.0] * (len(seeds) - scaled) + list(SCALED_INPUTS[:scaled])
     calls: list[Call] = []
     for number, (seed, scale) in enumerate(zip(seeds, scales, strict=True), 1):
         label = f"trial {number}" + (f" (inputs x{scale:g})" if scale != 1.0 else "")
         calls.append({"seed": seed, "grad": False, "label": label, "scale": scale})
+    calls.insert(len(seeds) - scaled, {"seed": seeds[0], "grad": True, "label": "enable_grad call"})
     return calls
 
 

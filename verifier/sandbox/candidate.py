@@ -127,7 +127,7 @@ def _count_thread_starts(started: list[str]) -> None:
 
 
 def run_candidate(job: Job) -> CandidateResult:
-    """Run every call of the job (the trials under no_grad, then one enable_grad call), recording what the
+    """Run every call of the job (the trials under no_grad, one under enable_grad), recording what the
     watch sees and streaming each call's outputs to the comparer."""
     started = time.perf_counter()
     device = torch.device(job["device"])

@@ -30,6 +30,7 @@ from verifier.sandbox.task_code import (
     open_channel,
     short,
     stage,
+    synchronize,
     trial_inputs,
 )
 from verifier.wire.channel import Channel, ChannelClosed
@@ -56,23 +57,34 @@ def run_reference(job: Job) -> ReferenceResult:
     skipped: list[str] = []
     compared, largest = 0, 0
     deadline = time.monotonic() + job["wait_seconds"]
+    lost: StageError | None = None  # a scaled trial's device-side assert: the GPU context is unusable from then on
     try:
         for call in job["calls"]:
-            inputs = stage("get_inputs", job["source"], lambda c=call: call_inputs(module, c, device))
             scaled = call.get("scale", 1.0) != 1.0
+            if lost is not None:
+                if not scaled:
+                    raise lost
+                skipped.append(f"{call['label']} skipped: the device was lost in an earlier scaled trial")
+                channel.mark_ready()
+                _discard_call(channel, deadline, 4 * largest + 2**30)
+                continue
+            inputs = stage("get_inputs", job["source"], lambda c=call: call_inputs(module, c, device))
             try:
                 with torch.no_grad():
-                    output = stage("forward", job["source"], lambda args=inputs: model(*args))
+                    run = functools.partial(_forward, model, inputs, device, scaled)
+                    output = stage("forward", job["source"], run)
             except StageError as exc:
                 if not scaled:
                     raise
                 failure = type(exc.exc).__name__
                 skipped.append(f"{call['label']} skipped: the task's own forward failed there ({failure})")
-                del inputs
+                del inputs, run
+                if not _device_usable(device):
+                    lost = exc
                 channel.mark_ready()
-                _discard_call(channel, device, deadline, 4 * largest + 2**30)
+                _discard_call(channel, deadline, 4 * largest + 2**30)
                 continue
-            del inputs
+            del inputs, run
             structure, ref_leaves = flatten(output)
             largest = max(largest, sum(nbytes(x) for x in ref_leaves))
             channel.mark_ready()
@@ -122,16 +134,34 @@ def _finite(leaves: list) -> bool:
     return all(bool(torch.isfinite(x).all()) for x in leaves if isinstance(x, torch.Tensor) and x.is_floating_point())
 
 
-def _discard_call(channel: Channel, device: torch.device, deadline: float, limit: int) -> None:
-    """Read and drop one call's frames (a scaled trial the task itself cannot run), keeping the channel in step."""
+def _forward(model: torch.nn.Module, inputs: list, device: torch.device, scaled: bool) -> object:
+    """The task's forward; on scaled inputs also waited for, so that a device-side assert it trips (e.g. a
+    binary cross-entropy of inputs outside [0, 1]) surfaces here, as this trial's failure."""
+    output = model(*inputs)
+    if scaled:
+        synchronize(device)
+    return output
+
+
+def _device_usable(device: torch.device) -> bool:
+    """False once a CUDA error is sticky (a device-side assert): every later use of the device fails too."""
+    try:
+        synchronize(device)
+    except Exception:  # torch reports a lost context as RuntimeError or its AcceleratorError subclass
+        return False
+    return True
+
+
+def _discard_call(channel: Channel, deadline: float, limit: int) -> None:
+    """Read and drop one call's frames (a scaled trial the task itself cannot run), keeping the channel in step;
+    touches no device."""
     for cand in _frame_header(channel, deadline)["leaves"]:
         if not isinstance(cand, dict) or cand.get("type") != "Tensor":
             continue
         size = _announced_bytes(cand)
         if size is None or size > limit:
             raise ChannelClosed("an output announces an impossible size")
-        for _ in channel.receive_bytes(size, device, deadline):
-            pass
+        channel.skip_bytes(size, deadline)
 
 
 def _frame_header(channel: Channel, deadline: float) -> dict:

@@ -154,6 +154,15 @@ class Channel:
             received += size
             yield chunk
 
+    def skip_bytes(self, total: int, deadline: float) -> None:
+        """Consume `total` bytes of tensor frames without copying them anywhere (a call the reader cannot use;
+        touches no device, so it works after the reader's GPU context is lost)."""
+        received = 0
+        while received < total:
+            _, size = self._next_data(total - received, deadline)
+            self._release()
+            received += size
+
     def _receive_overlapped(self, total: int, device: torch.device, deadline: float) -> Iterator[torch.Tensor]:
         if self._copy_stream is None:
             self._copy_stream = torch.cuda.Stream(device)
