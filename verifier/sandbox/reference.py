@@ -16,7 +16,7 @@ from types import ModuleType
 
 import torch
 
-from verifier.sandbox import compare, timing
+from verifier.sandbox import compare, rounding, timing
 from verifier.sandbox.task_code import (
     StageError,
     build,
@@ -261,35 +261,49 @@ def _exact_possible(ref_leaves: list) -> bool:
 def _second_opinion(
     missed: list[Missed], model: torch.nn.Module, module: ModuleType, call: Call, device: torch.device
 ) -> compare.Comparison:
-    """The missed leaves judged against the task's float64 output on the same inputs (`compare.against_exact`);
-    where the task cannot run in float64 (too large, an op without float64, a fault) the misses stand."""
+    """The missed leaves judged against the task's float64 output on the same inputs and its rounding noise
+    (`compare.against_exact`); where the task cannot run in float64 (too large, an op without float64, a fault)
+    the misses stand."""
     result = compare.Comparison()
-    exact = _float64_outputs(model, module, call, device)
+    unit = max(torch.finfo(leaf.check.dtype).eps / 2 for leaf in missed)  # the narrowest float type's roundoff
+    exact, noise = _float64_outputs(model, module, call, device, unit)
     for leaf in missed:
         if exact is None or leaf.index >= len(exact):
             result.merge(leaf.comparison)
         else:
-            result.merge(compare.against_exact(leaf.comparison, leaf.check, leaf.values, exact[leaf.index]))
+            leaf_noise = noise[leaf.index] if noise is not None and leaf.index < len(noise) else None
+            result.merge(compare.against_exact(leaf.comparison, leaf.check, leaf.values, exact[leaf.index], leaf_noise))
     return result
 
 
-def _float64_outputs(model: torch.nn.Module, module: ModuleType, call: Call, device: torch.device) -> list | None:
-    """The task's outputs in float64 (a copy of the model, the call's inputs widened), or None where that is
-    not possible within `EXACT_MODEL_BYTES` and the room for the widened inputs, or fails."""
+def _float64_outputs(
+    model: torch.nn.Module, module: ModuleType, call: Call, device: torch.device, unit: float
+) -> tuple[list | None, list | None]:
+    """The task's outputs in float64 (a copy of the model, the call's inputs widened) and their rounding noise
+    (`rounding.rounding_noise`); None for what is not possible within `EXACT_MODEL_BYTES` and the room for the
+    widened inputs, or fails."""
     state = sum(nbytes(t) for t in (*model.parameters(), *model.buffers()))
     if state > EXACT_MODEL_BYTES:
-        return None
+        return None, None
     try:
         inputs = call_inputs(module, call, device)
         if not _room_to_widen(inputs, device):
-            return None
+            return None, None
         wide = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
         del inputs
-        with torch.no_grad():
-            output = copy.deepcopy(model).double()(*wide)
-        return flatten(output)[1]
+        wide_model = copy.deepcopy(model).double()
+
+        def run() -> list:
+            with torch.no_grad():
+                return flatten(wide_model(*wide))[1]
+
+        exact = run()
     except Exception:  # an op with no float64 kernel, memory: the fp32 verdict stands
-        return None
+        return None, None
+    try:
+        return exact, rounding.rounding_noise(run, exact, unit)
+    except Exception:  # an op the disturbed run cannot take, memory: PyTorch's own error alone sets the bar
+        return exact, None
 
 
 def _room_to_widen(inputs: list, device: torch.device) -> bool:
