@@ -11,6 +11,7 @@ import copy
 import functools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -261,26 +262,35 @@ def _exact_possible(ref_leaves: list) -> bool:
 def _second_opinion(
     missed: list[Missed], model: torch.nn.Module, module: ModuleType, call: Call, device: torch.device
 ) -> compare.Comparison:
-    """The missed leaves judged against the task's float64 output on the same inputs and its rounding noise
-    (`compare.against_exact`); where the task cannot run in float64 (too large, an op without float64, a fault)
-    the misses stand."""
+    """The missed leaves judged against the task's float64 output on the same inputs (`compare.against_exact`),
+    first with PyTorch's own fp32 error as the bar, then, for a leaf that fails that, with its rounding noise
+    (measured only then: it costs three more float64 runs); where the task cannot run in float64 (too large, an
+    op without float64, a fault) the misses stand."""
     result = compare.Comparison()
-    unit = max(torch.finfo(leaf.check.dtype).eps / 2 for leaf in missed)  # the narrowest float type's roundoff
-    exact, noise = _float64_outputs(model, module, call, device, unit)
+    exact, run = _float64_outputs(model, module, call, device)
+    noise: list | None = None
     for leaf in missed:
         if exact is None or leaf.index >= len(exact):
             result.merge(leaf.comparison)
-        else:
-            leaf_noise = noise[leaf.index] if noise is not None and leaf.index < len(noise) else None
-            result.merge(compare.against_exact(leaf.comparison, leaf.check, leaf.values, exact[leaf.index], leaf_noise))
+            continue
+        judged = compare.against_exact(leaf.comparison, leaf.check, leaf.values, exact[leaf.index])
+        if not judged.passed and run is not None:
+            if noise is None:
+                unit = max(torch.finfo(m.check.dtype).eps / 2 for m in missed)  # the narrowest float's roundoff
+                noise = _rounding_noise(run, exact, unit)
+            if leaf.index < len(noise) and noise[leaf.index] is not None:
+                judged = compare.against_exact(
+                    leaf.comparison, leaf.check, leaf.values, exact[leaf.index], noise[leaf.index]
+                )
+        result.merge(judged)
     return result
 
 
 def _float64_outputs(
-    model: torch.nn.Module, module: ModuleType, call: Call, device: torch.device, unit: float
-) -> tuple[list | None, list | None]:
-    """The task's outputs in float64 (a copy of the model, the call's inputs widened) and their rounding noise
-    (`rounding.rounding_noise`); None for what is not possible within `EXACT_MODEL_BYTES` and the room for the
+    model: torch.nn.Module, module: ModuleType, call: Call, device: torch.device
+) -> tuple[list | None, Callable[[], list] | None]:
+    """The task's outputs in float64 (a copy of the model, the call's inputs widened) and the function that
+    computed them; (None, None) where that is not possible within `EXACT_MODEL_BYTES` and the room for the
     widened inputs, or fails."""
     state = sum(nbytes(t) for t in (*model.parameters(), *model.buffers()))
     if state > EXACT_MODEL_BYTES:
@@ -297,13 +307,18 @@ def _float64_outputs(
             with torch.no_grad():
                 return flatten(wide_model(*wide))[1]
 
-        exact = run()
+        return run(), run
     except Exception:  # an op with no float64 kernel, memory: the fp32 verdict stands
         return None, None
+
+
+def _rounding_noise(run: Callable[[], list], exact: list, unit: float) -> list:
+    """`rounding.rounding_noise`, or no noise for any leaf where the disturbed runs fail (an op they cannot
+    take, memory): PyTorch's own error alone then sets the bar."""
     try:
-        return exact, rounding.rounding_noise(run, exact, unit)
-    except Exception:  # an op the disturbed run cannot take, memory: PyTorch's own error alone sets the bar
-        return exact, None
+        return rounding.rounding_noise(run, exact, unit) or []
+    except Exception:
+        return []
 
 
 def _room_to_widen(inputs: list, device: torch.device) -> bool:
