@@ -4,6 +4,8 @@ cases), on the CPU and on a GPU, where PyTorch's own orders differ again."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import FIXTURES
@@ -31,3 +33,40 @@ def test_a_kernel_that_only_rounds_differently_is_correct(pool, case):
     report = pool.verify(*pair(folder / "task.py", folder / "candidate.py"), trials=3, seed=1, timeout=300)
     assert report.verdict == "correct", report.message
     assert report.max_abs_error > 0, "the orders of the sums differ, so the results should too"
+
+
+MATMUL_4096 = FIXTURES / "rounding_gpu" / "matmul_4096"
+
+
+@pytest.fixture(scope="module")
+def cuda_pool():
+    with VerifierPool(size=1, device="cuda") as pool:
+        yield pool
+
+
+def _matmul_in(precision: str, folder: Path) -> Path:
+    """The 4096 matmul's candidate with its `tl.dot` in `precision` ("ieee", "tf32x3", "tf32")."""
+    source = (MATMUL_4096 / "candidate.py").read_text()
+    assert 'input_precision="ieee"' in source
+    path = folder / f"matmul_{precision}.py"
+    path.write_text(source.replace('input_precision="ieee"', f'input_precision="{precision}"'))
+    return path
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["ieee", "tf32x3"])
+def test_a_4096_matmul_in_another_order_or_in_three_tf32_products_is_correct(cuda_pool, tmp_path, precision):
+    """Both add 4096 products in another order than cuBLAS (and tf32x3 splits each fp32 product in three): a few
+    of 16.7M values miss `atol` where the dot product cancels, and the rounding noise explains them."""
+    task, candidate = pair(MATMUL_4096 / "task.py", _matmul_in(precision, tmp_path))
+    report = cuda_pool.verify(task, candidate, trials=3, seed=1, timeout=300, timing=False)
+    assert report.verdict == "correct", report.message
+
+
+@pytest.mark.gpu
+def test_a_4096_matmul_in_tf32_is_refused_by_how_far_beyond_the_noise_it_is(cuda_pool, tmp_path):
+    task, candidate = pair(MATMUL_4096 / "task.py", _matmul_in("tf32", tmp_path))
+    report = cuda_pool.verify(task, candidate, trials=3, seed=1, timeout=300, timing=False)
+    assert report.verdict == "incorrect", report.message
+    assert "where fp32 rounding explains up to" in report.message
+    assert "TF32 or a lower precision in a matmul or convolution would do this" in report.message
