@@ -16,6 +16,7 @@ from typing import Any
 from lsprotocol import types
 
 from lsp_server import actions, auditing, commands, quick_fixes
+from lsp_server import hover as hovering
 from lsp_server.errors import CommandError, ModelServerError
 from lsp_server.protocol import PatchedLanguageServer
 from lsp_server.session import Session
@@ -108,6 +109,15 @@ async def code_action(ls: TritonizeServer, params: types.CodeActionParams) -> li
     found = quick_fixes.code_actions(snapshot, params.range)
     found += actions.editor_actions(snapshot, params.range.start.line)
     return [action for action in found if actions.wanted(action, params.context.only)]
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: TritonizeServer, params: types.HoverParams) -> types.Hover | None:
+    """On the loop: the rule of each finding under the cursor, explained (from the current findings)."""
+    uri = params.text_document.uri
+    if uri not in ls.workspace.text_documents:
+        return None
+    return hovering.hover(ls.session.snapshot(uri), params.position)
 
 
 @server.command(commands.CONVERT)

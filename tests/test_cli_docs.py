@@ -13,7 +13,7 @@ import model_server.cli
 import verifier.cli
 from tests.test_project import ROOT
 
-COMMANDS = ("convert", "serve", "verify", "audit", "lsp")
+COMMANDS = ("convert", "serve", "verify", "audit", "rule", "lsp")
 HELP_DEFAULT = re.compile(r"\(default: (.+)\)$")
 
 
@@ -119,5 +119,5 @@ def test_every_option_the_readme_section_mentions_exists(command):
         if text.startswith(("--", "tritonize "))
         for option in re.findall(r"(?<![\w-])--[a-z][a-z-]*", text)
     }
-    assert mentioned, "the pattern is wrong"
+    assert mentioned or not options(subcommands()[command]), "the pattern is wrong"
     assert not mentioned - every, f"README.md, `tritonize {command}`: {sorted(mentioned - every)}"

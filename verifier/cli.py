@@ -1,7 +1,7 @@
 """The `tritonize` command: one parser assembled from each installed package's `add_parser(subparsers)`.
 
 The packages are listed in pyproject.toml under `[project.entry-points."tritonize.commands"]` (verifier:
-`verify`, `audit`; model_server: `convert`, `serve`; lsp_server: `lsp`), so this module imports nothing above
+`verify`, `audit`, `rule`; model_server: `convert`, `serve`; lsp_server: `lsp`), so this module imports nothing above
 the verifier; their commands are listed in that order. Where the project is not installed (a bare GPU box
 running from a checkout) only the verifier's own commands exist, and those of the package run with
 `python -m`. `python -m verifier` and `python -m model_server` are the same command.
@@ -87,9 +87,10 @@ def installed_parts() -> list[AddParser]:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    """The verifier's commands: `verify` and `audit`."""
+    """The verifier's commands: `verify`, `audit` and `rule`."""
     _add_verify(subparsers)
     _add_audit(subparsers)
+    _add_rule(subparsers)
 
 
 def _add_verify(subparsers: argparse._SubParsersAction) -> None:
@@ -237,6 +238,29 @@ def _run_audit(args: argparse.Namespace) -> int:
         fix=args.fix,
     )
     return run_audit(request)
+
+
+def _add_rule(subparsers: argparse._SubParsersAction) -> None:
+    rule = subparsers.add_parser(
+        "rule",
+        help="explain a rule: what it finds, why it matters, the fix",
+        description="Print the explanation of each rule (its row of docs/RULES.md) as Markdown, as the editor's "
+        "hover shows it. Exit 2 for an id that is not a rule.",
+    )
+    rule.add_argument("rules", nargs="+", metavar="TRI###", help="rule ids, e.g. TRI202")
+    rule.set_defaults(run=_run_rule)
+
+
+def _run_rule(args: argparse.Namespace) -> int:
+    from verifier.rule_docs import UnknownRule, explain_rule
+
+    try:
+        texts = [explain_rule(rule_id) for rule_id in args.rules]
+    except UnknownRule as exc:
+        print(f"tritonize rule: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print("\n\n".join(text.markdown() for text in texts))
+    return EXIT_PASS
 
 
 def _codes(text: str) -> tuple[str, ...]:

@@ -102,6 +102,41 @@ async def test_quick_fixes_apply_and_fix_all_covers_the_rule(client: LanguageCli
     assert "𝛼 = 0; row = tl.program_id(0).to(tl.int64)" in result
 
 
+@pytest.mark.asyncio
+async def test_hover_on_a_finding_explains_its_rule_and_elsewhere_says_nothing(client: LanguageClient, tmp_path):
+    uri = await _open(client, tmp_path, SOURCE)
+    [finding] = [d for d in client.diagnostics[uri] if d.code == "TRI101"]
+    inside = types.Position(line=finding.range.start.line, character=finding.range.start.character + 2)
+    shown = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=inside)
+    )
+    assert shown.contents.kind == types.MarkupKind.Markdown
+    text = shown.contents.value
+    assert text.startswith(finding.message)
+    assert "**TRI101 arange-not-power-of-two** (error)" in text
+    assert "Why it matters: Triton blocks are powers of two" in text
+    assert "`# noqa: TRI101`" in text and text.rstrip().endswith("docs/RULES.md#tri101")
+    assert shown.range == finding.range
+    blank = types.Position(line=3, character=0)
+    assert (
+        await client.text_document_hover_async(
+            types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=blank)
+        )
+        is None
+    )
+
+
+@pytest.mark.asyncio
+async def test_hover_on_a_document_never_opened_says_nothing(client: LanguageClient, tmp_path):
+    never = (tmp_path / "never_opened.py").as_uri()
+    assert (
+        await client.text_document_hover_async(
+            types.HoverParams(text_document=types.TextDocumentIdentifier(uri=never), position=types.Position(0, 0))
+        )
+        is None
+    )
+
+
 def test_the_server_starts_without_importing_torch():
     code = "import sys, lsp_server.server; print('torch' in sys.modules)"
     started = time.perf_counter()

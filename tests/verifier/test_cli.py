@@ -144,7 +144,7 @@ def test_one_command_holds_every_package_s_commands_in_stack_order():
     """`tritonize` is assembled from the installed packages' parsers (the entry points in pyproject.toml)."""
     listed = tritonize("--help").stdout.split("COMMAND", 2)[-1]
     commands = re.findall(r"^\s{4}(\w+)\s", listed, flags=re.MULTILINE)
-    assert commands == ["verify", "audit", "convert", "serve", "lsp"]
+    assert commands == ["verify", "audit", "rule", "convert", "serve", "lsp"]
     assert tritonize("lsp", "--help").stdout.startswith("usage: tritonize lsp [-h] [--tcp HOST:PORT]")
 
 
