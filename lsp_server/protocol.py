@@ -5,6 +5,8 @@
 - A request whose params do not fit its method is dropped by pygls without an answer: here it gets a
   JSON-RPC error response (-32602), and a message that is not JSON gets a parse error (-32700), never a
   pop-up in the editor.
+- pygls answers a handler's failure with its Python traceback in the error's data: here the answer is one
+  message, and the traceback stays in the log.
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ class TritonizeProtocol(LanguageServerProtocol):
         task = self.running.get(msg_id)
         if task is not None:
             task.cancel()
+
+    def _send_response(self, msg_id, result=None, error=None):
+        """Errors go out as one readable message: pygls puts the handler's Python traceback in the error's data,
+        which editors show as is; it stays in the server's log."""
+        if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
+            message = f"tritonize's language server failed on this request: {error.message.strip()} (see its log)"
+            error = types.ResponseError(code=error.code, message=message)
+        super()._send_response(msg_id, result=result, error=error)
 
     def structure_message(self, data: dict[str, Any]):
         try:

@@ -102,6 +102,8 @@ async def code_action(ls: TritonizeServer, params: types.CodeActionParams) -> li
     """Background task: waits (briefly) for the audit of the current text, then answers from the snapshot:
     quick fixes from its findings (none if they are for older text), editor actions from its syntax tree."""
     uri = params.text_document.uri
+    if not ls.session.is_open(uri):
+        return []
     current = await auditing.settled(ls.session, uri, CODE_ACTION_WAIT)
     snapshot = ls.session.snapshot(uri)
     if not current:
@@ -115,7 +117,7 @@ async def code_action(ls: TritonizeServer, params: types.CodeActionParams) -> li
 def hover(ls: TritonizeServer, params: types.HoverParams) -> types.Hover | None:
     """On the loop: the rule of each finding under the cursor, explained (from the current findings)."""
     uri = params.text_document.uri
-    if uri not in ls.workspace.text_documents:
+    if not ls.session.is_open(uri):
         return None
     return hovering.hover(ls.session.snapshot(uri), params.position)
 

@@ -90,7 +90,14 @@ class Session:
             state.tree, state.tree_version, state.parsed = task_source.parse(source), version, True
         return state.tree
 
+    def is_open(self, uri: str) -> bool:
+        return uri in self.server.workspace.text_documents
+
     def snapshot(self, uri: str) -> Snapshot:
+        """The open document `uri` as it is now; CommandError for one the editor has not opened (the server never
+        reads such a file from disk behind the editor's back)."""
+        if not self.is_open(uri):
+            raise CommandError(f"{to_fs_path(uri) or uri} is not open in the editor; open it, then try again")
         document = self.server.workspace.get_text_document(uri)
         state = self.state(uri)
         return Snapshot(

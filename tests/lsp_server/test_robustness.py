@@ -98,3 +98,44 @@ def test_a_client_without_workspace_configuration_is_configured_by_initializatio
         assert [d["code"] for d in published["params"]["diagnostics"]] == []  # TRI101 is ignored
     finally:
         raw.close()
+
+
+def test_requests_about_a_document_never_opened_get_answers_not_tracebacks(server):
+    never = "file:///nowhere/never_opened.py"
+    everything = {"start": {"line": 0, "character": 0}, "end": {"line": 10, "character": 0}}
+    actions = server.request(
+        "textDocument/codeAction", {"textDocument": {"uri": never}, "range": everything, "context": {"diagnostics": []}}
+    )
+    assert server.response(actions)["result"] == []
+    for command in ("tritonize.convert", "tritonize.verify"):
+        asked = server.request(
+            "workspace/executeCommand", {"command": command, "arguments": [{"uri": never, "line": 0}]}
+        )
+        result = server.response(asked)["result"]
+        assert result == {
+            "status": "error",
+            "message": "/nowhere/never_opened.py is not open in the editor; open it, then try again",
+        }
+
+
+def test_a_handler_that_fails_answers_with_one_message_and_no_traceback(monkeypatch):
+    """pygls would put the Python traceback in the error's data, which editors show as is."""
+    import sys
+
+    from pygls.exceptions import JsonRpcInternalError
+
+    from lsp_server.server import server as language_server
+
+    sent = []
+    monkeypatch.setattr(language_server.protocol, "_send_data", sent.append)
+    try:
+        raise FileNotFoundError("/nowhere/x.py")
+    except FileNotFoundError:
+        error = JsonRpcInternalError.of(sys.exc_info()).to_response_error()
+    assert "traceback" in error.data
+    language_server.protocol._send_response(7, error=error)
+    [response] = sent
+    assert response.error.code == -32603 and response.error.data is None
+    assert response.error.message == (
+        "tritonize's language server failed on this request: FileNotFoundError: /nowhere/x.py (see its log)"
+    )
