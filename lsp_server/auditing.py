@@ -7,11 +7,15 @@ never pulled) on open, on save, and on change: the first edit after a quiet spel
 that follow within `MIN_AUDIT_INTERVAL` are folded into one audit at the end of the interval, and edits that
 arrive while an audit runs are audited when it ends. An audit whose text changed while it ran is dropped.
 Compile findings follow in the background after a save, and are dropped when the text changes first.
+
+Only files that import Triton are audited: any other Python file gets no diagnostics at all, so a syntax error
+there is left to the Python language server that already reports it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 
 from lsprotocol import types
 
@@ -20,6 +24,12 @@ from lsp_server.diagnostics import diagnostics
 from lsp_server.session import Session
 
 MIN_AUDIT_INTERVAL = 0.15
+IMPORTS_TRITON = re.compile(r"^[ \t]*(?:import|from)[ \t]+triton\b", re.MULTILINE)
+
+
+def uses_triton(source: str) -> bool:
+    """Whether the text imports Triton (read as text, so a file that does not parse yet still counts)."""
+    return IMPORTS_TRITON.search(source) is not None
 
 
 def audit_soon(session: Session, uri: str, at_once: bool = False) -> None:
@@ -93,6 +103,11 @@ async def _audit(session: Session, uri: str) -> None:
     """Background: audit the text as it is now in the worker; publish unless the text changed meanwhile."""
     document = session.server.workspace.get_text_document(uri)
     version, source, path = document.version, document.source, document.path or uri
+    if not uses_triton(source):
+        state = session.state(uri)
+        state.findings, state.kernels, state.audited_version = [], [], version
+        publish(session, uri)
+        return
     config = session.audit_config(document.path)
     try:
         result = await session.auditor.audit(source, path, config)
@@ -115,7 +130,7 @@ async def _compile(session: Session, uri: str) -> None:
     document = session.server.workspace.get_text_document(uri)
     version, source, path = document.version, document.source, document.path or uri
     config = session.audit_config(document.path)
-    if not config.compile or "triton" not in source:
+    if not config.compile or not uses_triton(source):
         return
     findings = await asyncio.to_thread(session.compile_checker(config).findings, path, source)
     if uri not in session.documents or session.version(uri) != version:

@@ -103,6 +103,18 @@ async def test_quick_fixes_apply_and_fix_all_covers_the_rule(client: LanguageCli
 
 
 @pytest.mark.asyncio
+async def test_a_python_file_that_does_not_import_triton_gets_no_diagnostics(client: LanguageClient, tmp_path):
+    """Its syntax errors are the Python language server's to report; once it imports Triton they are ours."""
+    plain = "def f(x:\n    return x\n"
+    uri = await _open(client, tmp_path, plain)
+    assert list(client.diagnostics[uri]) == []
+    await replace_text(client, uri, 2, "import triton\n" + plain)
+    assert [d.code for d in client.diagnostics[uri]] == ["TRI001"]
+    await replace_text(client, uri, 3, "import torch\n\nx = torch.zeros(3)\nthe triton of it = 1\n")
+    assert list(client.diagnostics[uri]) == [], "a mention of triton is not an import"
+
+
+@pytest.mark.asyncio
 async def test_hover_on_a_finding_explains_its_rule_and_elsewhere_says_nothing(client: LanguageClient, tmp_path):
     uri = await _open(client, tmp_path, SOURCE)
     [finding] = [d for d in client.diagnostics[uri] if d.code == "TRI101"]
