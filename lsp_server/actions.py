@@ -18,9 +18,15 @@ from lsp_server.quick_fixes import document_edit
 from lsp_server.snapshot import Snapshot
 
 CONVERT_KIND = "refactor.rewrite.tritonize"
-INPUTS_KIND = types.CodeActionKind.QuickFix
+INPUTS_KIND = "refactor.tritonize.inputs"  # adds code; it fixes no diagnostic, so it is not a quick fix
 VERIFY_KIND = "source.tritonize.verify"
-KINDS = [types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite, types.CodeActionKind.Source]
+KINDS = [
+    types.CodeActionKind.QuickFix,
+    types.CodeActionKind.Refactor,
+    types.CodeActionKind.RefactorRewrite,
+    types.CodeActionKind.Source,
+    types.CodeActionKind.SourceFixAll,
+]
 
 
 def editor_actions(snapshot: Snapshot, line: int) -> list[types.CodeAction]:

@@ -1,12 +1,19 @@
-"""Code actions from the audit's machine-applicable fixes: one per finding, and "fix all" per rule."""
+"""Code actions on the audit's findings: each machine-applicable fix, "fix all" per rule, every fix of the file at
+once (`source.fixAll.tritonize`, what VS Code runs on save through `editor.codeActionsOnSave`), and a `# noqa`
+comment that suppresses a rule on one line."""
 
 from __future__ import annotations
+
+import re
 
 from lsprotocol import types
 
 from lsp_server.diagnostics import to_range
 from lsp_server.snapshot import ClientFeatures, Snapshot
-from verifier import Finding
+from verifier import RULES, Finding
+from verifier.audit import NOQA
+
+FIX_ALL_KIND = "source.fixAll.tritonize"
 
 
 def code_actions(snapshot: Snapshot, wanted: types.Range) -> list[types.CodeAction]:
@@ -37,7 +44,64 @@ def code_actions(snapshot: Snapshot, wanted: types.Range) -> list[types.CodeActi
                 edit=document_edit(snapshot.uri, snapshot.version, snapshot.client, edits),
             )
         )
+    actions += _suppressions(snapshot, wanted)
+    if fixable:
+        edits = _without_overlaps([_text_edit(snapshot, e) for f in fixable for e in f.fix["edits"]])
+        actions.append(
+            types.CodeAction(
+                title=f"Fix all tritonize findings in this file ({len(fixable)})",
+                kind=FIX_ALL_KIND,
+                edit=document_edit(snapshot.uri, snapshot.version, snapshot.client, edits),
+            )
+        )
     return actions
+
+
+def _suppressions(snapshot: Snapshot, wanted: types.Range) -> list[types.CodeAction]:
+    """ "Suppress TRIxxx on this line" for each rule found on a line of `wanted`: a `# noqa: TRIxxx` comment, or the
+    code added to the line's `# noqa:` list. Not offered for a rule that refuses a candidate: the verifier does not
+    read `noqa`, so the comment would only hide the refusal from the editor."""
+    actions = []
+    seen = set()
+    for finding in snapshot.findings:
+        key = (finding.line, finding.rule)
+        if key in seen or not _touches(finding, wanted) or _refuses(finding.rule):
+            continue
+        seen.add(key)
+        edit = _noqa_edit(snapshot, finding.line - 1, finding.rule)
+        if edit is None:
+            continue
+        actions.append(
+            types.CodeAction(
+                title=f"Suppress {finding.rule} on line {finding.line} (# noqa: {finding.rule})",
+                kind=types.CodeActionKind.QuickFix,
+                edit=document_edit(snapshot.uri, snapshot.version, snapshot.client, [edit]),
+            )
+        )
+    return actions
+
+
+def _noqa_edit(snapshot: Snapshot, index: int, rule: str) -> types.TextEdit | None:
+    """The edit that makes 0-based line `index` suppress `rule`; None where it already does."""
+    if index >= len(snapshot.lines):
+        return None
+    text = snapshot.lines[index].rstrip("\r\n")
+    comment = NOQA.search(text)
+    if comment is None:
+        start = end = len(text)
+        new_text = f"  # noqa: {rule}"
+    elif comment.group("codes") is None or rule in re.split(r"[\s,]+", comment.group("codes").upper()):
+        return None
+    else:
+        start, end = comment.span()
+        new_text = f"# noqa: {comment.group('codes')}, {rule}"
+    span = to_range(snapshot.codec, snapshot.lines, index + 1, start + 1, index + 1, end + 1)
+    return types.TextEdit(range=span, new_text=new_text)
+
+
+def _refuses(rule_id: str) -> bool:
+    rule = RULES.get(rule_id)
+    return rule is not None and rule.rejects
 
 
 def _touches(finding: Finding, wanted: types.Range) -> bool:

@@ -25,6 +25,7 @@ _PUBLIC = {
     "passes": "verifier.report",
     "Finding": "verifier.findings",
     "docs_url": "verifier.rules",
+    "RULES": "verifier.rules",
     "explain_rule": "verifier.rule_docs",
     "UnknownRule": "verifier.rule_docs",
     "Cancelled": "verifier.errors",

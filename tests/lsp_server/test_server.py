@@ -12,6 +12,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from tests.conftest import FIXTURES
 from tests.lsp_server.editing import apply_text_edits, column, edits_for, replace_text
 from tests.verifier.audit.worst_cases import many_kernels
 
@@ -95,7 +96,16 @@ async def test_quick_fixes_apply_and_fix_all_covers_the_rule(client: LanguageCli
         )
     )
     titles = [a.title for a in actions]
-    assert titles == ["Make the program id int64 (TRI203)"] * 2 + ["Fix all TRI203 in this file (2 findings)"]
+    assert titles == ["Make the program id int64 (TRI203)"] * 2 + [
+        "Fix all TRI203 in this file (2 findings)",
+        "Suppress TRI203 on line 7 (# noqa: TRI203)",
+        "Suppress TRI203 on line 15 (# noqa: TRI203)",
+        "Suppress TRI101 on line 16 (# noqa: TRI101)",
+        "Fix all tritonize findings in this file (2)",
+    ]
+    kinds = {a.title: a.kind for a in actions}
+    assert kinds["Make the program id int64 (TRI203)"] == types.CodeActionKind.QuickFix
+    assert kinds["Fix all tritonize findings in this file (2)"] == "source.fixAll.tritonize"
     fix_all = next(a for a in actions if a.title == "Fix all TRI203 in this file (2 findings)")
     result = apply_text_edits(SOURCE, edits_for(fix_all.edit, uri), client.encoding)
     assert result.count("tl.program_id(0).to(tl.int64)") == 2
@@ -147,6 +157,54 @@ async def test_hover_on_a_document_never_opened_says_nothing(client: LanguageCli
         )
         is None
     )
+
+
+async def _actions(client: LanguageClient, uri: str, only: list[str] | None = None) -> list[types.CodeAction]:
+    whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=40, character=0))
+    return await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=whole,
+            context=types.CodeActionContext(diagnostics=client.diagnostics[uri], only=only),
+        )
+    )
+
+
+@pytest.mark.asyncio
+async def test_fix_all_on_save_applies_every_fix_and_nothing_else(client: LanguageClient, tmp_path):
+    """What VS Code's `editor.codeActionsOnSave: {"source.fixAll.tritonize": "explicit"}` asks for."""
+    uri = await _open(client, tmp_path, SOURCE)
+    [fix_all] = await _actions(client, uri, only=["source.fixAll"])
+    assert fix_all.kind == "source.fixAll.tritonize"
+    fixed = apply_text_edits(SOURCE, edits_for(fix_all.edit, uri), client.encoding)
+    assert fixed.count("tl.program_id(0).to(tl.int64)") == 2 and "noqa" not in fixed
+    await replace_text(client, uri, 2, fixed)
+    assert [d.code for d in client.diagnostics[uri]] == ["TRI101"], "TRI101 has no machine-applicable fix"
+
+
+@pytest.mark.asyncio
+async def test_a_suppression_writes_noqa_and_the_finding_is_gone(client: LanguageClient, tmp_path):
+    source = SOURCE.replace("offs = tl.arange(0, 100)", "offs = tl.arange(0, 100)  # noqa: TRI203")
+    uri = await _open(client, tmp_path, source)
+    actions = {a.title: a for a in await _actions(client, uri, only=["quickfix"])}
+    suppress = actions["Suppress TRI101 on line 16 (# noqa: TRI101)"]
+    suppressed = apply_text_edits(source, edits_for(suppress.edit, uri), client.encoding)
+    assert "    offs = tl.arange(0, 100)  # noqa: TRI203, TRI101\n" in suppressed, "added to the line's noqa list"
+    await replace_text(client, uri, 2, suppressed)
+    assert "TRI101" not in [d.code for d in client.diagnostics[uri]]
+    again = [a.title for a in await _actions(client, uri, only=["quickfix"])]
+    assert not any(title.startswith("Suppress TRI101") for title in again)
+    assert "Suppress TRI203 on line 7 (# noqa: TRI203)" in again
+
+
+@pytest.mark.asyncio
+async def test_a_finding_that_refuses_a_candidate_is_never_offered_a_noqa(client: LanguageClient, tmp_path):
+    """The verifier does not read `noqa`: the comment would only hide the refusal from the editor."""
+    candidate = (FIXTURES / "zoo" / "try_except_fallback.py").read_text()
+    uri = await _open(client, tmp_path, candidate)
+    assert "TRI303" in [d.code for d in client.diagnostics[uri]]
+    titles = [a.title for a in await _actions(client, uri)]
+    assert not any(title.startswith("Suppress TRI303") for title in titles), titles
 
 
 def test_the_server_starts_without_importing_torch():

@@ -21,6 +21,7 @@ _PUBLIC = {
     "CompileChecker": "verifier.audit.compile_check",
     "plan": "verifier.audit.compile_plan",
     "SourceIndex": "verifier.audit.source_index",
+    "NOQA": "verifier.audit.noqa",
 }
 
 __all__ = sorted(_PUBLIC)

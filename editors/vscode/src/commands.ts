@@ -7,8 +7,10 @@ import { TOKEN_KEY, type LanguageServer } from "./languageServer";
 import { NO_EXAMPLE_INPUTS, NO_REPORT, OUTPUT_ACTION, RESTART_ACTION, notRunning, tokenSaved } from "./messages";
 import type { ReportPanel } from "./reportPanel";
 
-/** The server's quick fix that adds `get_inputs()`; its title is "Add example inputs for NAME (get_inputs)". */
+/** The server's code action that adds `get_inputs()` (kind `refactor.tritonize.inputs`); its title is
+ *  "Add example inputs for NAME (get_inputs)". */
 const EXAMPLE_INPUTS_TITLE = "Add example inputs for ";
+const EXAMPLE_INPUTS_KIND = "refactor.tritonize.inputs";
 
 export function registerCommands(
   context: vscode.ExtensionContext,
@@ -59,7 +61,7 @@ export function registerCommands(
         "vscode.executeCodeActionProvider",
         editor.document.uri,
         here,
-        vscode.CodeActionKind.QuickFix.value,
+        EXAMPLE_INPUTS_KIND,
       )) ?? [];
     const action = actions.find((item) => item.title.startsWith(EXAMPLE_INPUTS_TITLE) && item.edit !== undefined);
     if (action?.edit === undefined) {
