@@ -124,6 +124,9 @@ class _Run:
             try:
                 self.generate(round_number, feedback, verifier)
             except BackendError as exc:
+                if self.stop():  # the backend stopped because the conversion is over for its caller
+                    verifier.close()
+                    break
                 if not verifier.submitted and not outcome.attempts:
                     verifier.close()
                     raise ConvertError(str(exc)) from exc
@@ -153,7 +156,9 @@ class _Run:
         own GPU work, such as Inductor's autotuning, holds the GPU shared: no timing runs beside it.)"""
         samples = self.request.samples
         deadline = None if self.request.deadline is None else self.started + self.request.deadline
-        request = GenerationRequest(self.task, samples, self.pool.device, round_number, feedback, deadline)
+        request = GenerationRequest(
+            self.task, samples, self.pool.device, round_number, feedback, deadline, stopped=self.stop
+        )
         generation_started = time.monotonic()
         for batch in self.backend.generate(request):
             candidates = batch.candidates[: samples - len(verifier.submitted)]

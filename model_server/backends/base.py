@@ -4,7 +4,7 @@ batches as they are ready."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -25,6 +25,8 @@ class GenerationRequest:
     round: int = 1
     feedback: list[dict] = field(default_factory=list)
     deadline: float | None = None  # time.monotonic() by which generation must return
+    # True once the conversion is over for its caller (cancelled, deadline passed): work in flight stops
+    stopped: Callable[[], bool] = field(default=lambda: False, repr=False, compare=False)
     # Sampling of model backends (their own defaults where None); backends without a model ignore them.
     temperature: float | None = None
     max_tokens: int | None = None

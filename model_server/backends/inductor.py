@@ -7,7 +7,7 @@ import json
 import re
 import sys
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
@@ -154,7 +154,7 @@ class InductorBackend:
                 return json.loads(cached.read_text())
             except (OSError, json.JSONDecodeError):
                 cached.unlink(missing_ok=True)
-        result = self._run_capture(request, mode, None if mode == "default" else unneeded)
+        result = self._run_capture(request, mode, _Either(request.stopped, None if mode == "default" else unneeded))
         if result.get("stopped") or result.get("out_of_memory"):
             return result
         try:
@@ -166,7 +166,7 @@ class InductorBackend:
             pass  # an unwritable cache only costs the next conversion a compile
         return result
 
-    def _run_capture(self, request: GenerationRequest, mode: str, stop: threading.Event | None) -> dict:
+    def _run_capture(self, request: GenerationRequest, mode: str, stop: _Either) -> dict:
         """Run `model_server.inductor.capture` in the sandbox: its JSON, or {"error": ...} when Inductor cannot
         compile the task that way (with "stopped" when `stop` ended it first). A capture that ran out of GPU
         memory beside other work (the verification of candidates handed over early, another conversion) runs
@@ -178,7 +178,7 @@ class InductorBackend:
             result = self._run_capture_once(request, mode, stop, alone=True)
         return result
 
-    def _run_capture_once(self, request: GenerationRequest, mode: str, stop: threading.Event | None, alone: bool):
+    def _run_capture_once(self, request: GenerationRequest, mode: str, stop: _Either, alone: bool):
         seconds = request.seconds_left(self.timeout if mode == "default" else min(self.timeout, TEMPLATES_SECONDS))
         if seconds < 1:
             raise BackendError("the deadline passed before Inductor could compile the task")
@@ -206,6 +206,8 @@ class InductorBackend:
             stop=stop,
             gpu_alone=alone,
         )
+        if done.exceeded == "stopped" and request.stopped():
+            raise BackendError("the conversion was cancelled while Inductor compiled the task")
         if done.exceeded == "stopped":
             return {"error": "not needed: Inductor's default kernels make no library call", "stopped": True}
         if done.exceeded == "timeout":
@@ -293,3 +295,14 @@ def _cache_key(task_source: bytes, device: str, mode: str) -> str:
     for part in (device, mode, metadata.version("torch"), metadata.version("triton"), str(CAPTURE_FORMAT)):
         digest.update(b"\0" + part.encode())
     return digest.hexdigest()[:32]
+
+
+class _Either:
+    """A capture's stop signal: the conversion is over for its caller, or (the templates compile) its result is
+    no longer needed."""
+
+    def __init__(self, stopped: Callable[[], bool], unneeded: threading.Event | None = None):
+        self.stopped, self.unneeded = stopped, unneeded
+
+    def is_set(self) -> bool:
+        return self.stopped() or (self.unneeded is not None and self.unneeded.is_set())

@@ -7,6 +7,7 @@ import math
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import pytest
 
 from model_server.api import ConvertRequest
 from model_server.backends import BackendError, Batch, Generated, GenerationRequest
+from model_server.backends.inductor import InductorBackend
 from model_server.loop import Attempt, ConvertError, _choose, convert
 from tests.conftest import FIXTURES
 from tests.sources import pair
@@ -294,6 +296,30 @@ def test_cancelling_kills_a_verification_in_flight(pool):
     assert outcome.stopped == "cancelled" and outcome.attempts == []
     report = pool.verify(*pair(TASKS / "relu.py", CANDIDATES / "relu_ok.py"), trials=1)
     assert report.passed, "the pool recovers for the next verification"
+
+
+def test_cancelling_stops_inductor_s_compile_at_once_and_leaves_nothing_behind(pool, tmp_path):
+    """The capture runs in its own sandboxed process for seconds (longer on a GPU, with autotuning): a cancel kills
+    it within a poll, and neither its processes nor its scratch directory outlive the conversion."""
+    scratch = Path(tempfile.gettempdir())
+    before = set(scratch.glob("tritonize-run-*"))
+    cancel, fired = threading.Event(), []
+
+    def press_cancel() -> None:
+        fired.append(time.monotonic())
+        cancel.set()
+
+    backend = InductorBackend(cache=tmp_path / "captures")  # nothing cached: the capture must run
+    threading.Timer(1.5, press_cancel).start()
+    outcome = convert(_request(TASKS / "relu.py", samples=1, rounds=1), backend, pool, cancelled=cancel.is_set)
+    returned = time.monotonic()
+    assert cancel.is_set(), "the conversion ended before the cancel: the test proves nothing"
+    assert outcome.stopped == "cancelled" and outcome.attempts == []
+    assert returned - fired[0] < 2.0, "Inductor's compile ran on after the cancel"
+    capture = subprocess.run(["pgrep", "-f", "model_server.inductor.capture"], capture_output=True, text=True)
+    assert capture.stdout == "", "a capture process outlived the conversion"
+    assert set(scratch.glob("tritonize-run-*")) <= before, "the capture's scratch directory was left behind"
+    assert not list((tmp_path / "captures").glob("*.json")), "a cancelled capture is not cached"
 
 
 @pytest.mark.gpu

@@ -27,12 +27,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from verifier import procs
 from verifier.errors import IsolationError
@@ -261,9 +261,13 @@ def _spawner() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="tritonize-sandbox-spawner")
 
 
-def run_limited(
-    launch: Launch, limits: Limits, stop: threading.Event | None = None, cwd: str | None = None
-) -> Finished:
+class Stop(Protocol):
+    """What says a run should end now: a `threading.Event`, or anything else with `is_set()` (polled)."""
+
+    def is_set(self) -> bool: ...
+
+
+def run_limited(launch: Launch, limits: Limits, stop: Stop | None = None, cwd: str | None = None) -> Finished:
     """Run a one-shot sandboxed command under `limits`: its whole process tree is measured from outside and
     killed when it runs out of time or memory, or when `stop` is set (`exceeded` is then "stopped"). At most
     OUTPUT_LIMIT bytes of each output stream are read."""

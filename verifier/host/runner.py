@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -23,13 +22,14 @@ def run_isolated(
     writable: Iterable[str] = (),
     packages: Iterable[str] = ("verifier",),
     env: dict[str, str] | None = None,
-    stop: threading.Event | None = None,
+    stop: isolation.Stop | None = None,
     gpu_alone: bool = False,
 ) -> Finished:
     """Run `program(folder)`, an argv, in a sandbox under a time limit of `seconds` and the default memory limit;
     `files` (name: text) are in `folder`, read-only. `packages` are importable, `writable` host directories
     (a cache) bound read-write. On a GPU it shares the device with correctness runs and no timing runs
-    meanwhile; `gpu_alone` waits until it has the GPU to itself. Setting `stop` kills it ("stopped")."""
+    meanwhile; `gpu_alone` waits until it has the GPU to itself. `stop` (an Event, or anything with `is_set()`)
+    kills it once set ("stopped")."""
     with tempfile.TemporaryDirectory(prefix="tritonize-run-") as base:
         folder = Path(base, "files")
         folder.mkdir()
