@@ -91,3 +91,16 @@ def test_a_bfloat16_task_s_noise_is_set_by_bfloat16_s_roundoff():
     pytorch_bf16 = float((torch.softmax(x, -1).double() - exact[0]).abs().max())
     assert pytorch_bf16 <= 4 * bf16_noise.largest
     assert pytorch_bf16 > 4 * fp32_noise.largest, "fp32's roundoff would refuse PyTorch's own bfloat16 softmax"
+
+
+def test_views_stay_views_so_a_write_through_one_still_lands():
+    """Viewing or copying values rounds nothing, and a disturbed view that were a copy would lose the write."""
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(6)).double()
+
+    def run():
+        y = x.clone()
+        y.view(-1)[:8] = 5.0
+        return [y.t()]
+
+    [noise] = rounding_noise(run, run())
+    assert noise.largest < 1e-6, "the write through the view was lost in a disturbed run"

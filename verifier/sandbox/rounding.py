@@ -29,6 +29,8 @@ LANES = 16  # a sum's terms are taken this many at a time, one running sum per l
 aten = torch.ops.aten
 SUMS = {aten.sum.dim_IntList, aten.sum.default, aten.mean.dim, aten.mean.default}
 PRODUCTS = {aten.mm.default, aten.bmm.default, aten.addmm.default, aten.baddbmm.default}
+KEEP_WHOLE = SUMS | PRODUCTS | {aten.convolution.default, aten.cumsum.default}
+EXACT = {aten.clone.default, aten.detach.default, aten._to_copy.default, aten.copy_.default}  # no rounding in them
 
 
 def rounding_noise(
@@ -78,6 +80,8 @@ class Rounding(TorchDispatchMode):
         if func in decomposition_table and func not in KEEP_WHOLE:
             with self:
                 return decomposition_table[func](*args, **kwargs)
+        if func in EXACT or getattr(func, "is_view", False):  # moving or viewing values rounds nothing
+            return func(*args, **kwargs)
         return tree_map(self._round, func(*args, **kwargs))
 
     def _round(self, value: object) -> object:
@@ -138,9 +142,6 @@ class Rounding(TorchDispatchMode):
             terms = a.shape[-1]
         spread = (terms * squares).sqrt()
         return self._round(self._normal(out, spread.expand_as(out)))
-
-
-KEEP_WHOLE = SUMS | PRODUCTS | {aten.convolution.default, aten.cumsum.default}
 
 
 def _reduced_dims(terms: torch.Tensor, dims: object) -> list[int]:
