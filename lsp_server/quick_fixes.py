@@ -59,8 +59,8 @@ def code_actions(snapshot: Snapshot, wanted: types.Range) -> list[types.CodeActi
 
 def _suppressions(snapshot: Snapshot, wanted: types.Range) -> list[types.CodeAction]:
     """A "Suppress TRIxxx on this line" action for each rule found on a line of `wanted`: a `# noqa: TRIxxx`
-    comment, or the code added to the line's `# noqa:` list. Not offered for a rule that refuses a candidate: the verifier does not
-    read `noqa`, so the comment would only hide the refusal from the editor."""
+    comment, or the code added to the line's `# noqa:` list. Not offered for a rule that refuses a candidate: the
+    verifier does not read `noqa`, so the comment would only hide the refusal from the editor."""
     actions = []
     seen = set()
     for finding in snapshot.findings:
