@@ -164,22 +164,33 @@ REFUSED_HYBRID = (
 
 
 async def _stream(events, on_progress: OnProgress, settings: Settings) -> tuple[api.Done | None, list[str]]:
-    """Follow the conversion's events; each one's text is a progress line."""
-    expected = max(settings.samples * settings.rounds, 1)
-    done, failures, seen = None, [], 0
+    """Follow the conversion's events; each one's text is a progress line, named by its phase. A percentage is
+    given only where it is known: while a round's candidates are verified (k of n)."""
+    done, failures, backend = None, [], ""
     async for event in events:
         kind = event.get("event")
+        percentage = None
+        if kind == "accepted":
+            backend = event.get("backend") or ""
         if kind == "candidate":
-            seen += 1
+            percentage = min(99, 100 * int(event.get("index") or 0) // max(int(event.get("of") or 1), 1))
             if settings.policy == "strict" and event.get("policy") == "hybrid" and event.get("verdict") == "correct":
                 failures.append(REFUSED_HYBRID)
-        if event.get("text"):
-            on_progress(event["text"], min(99, 100 * seen // expected))
+        text = _phase(event, backend) if kind == "round" else event.get("text")
+        if text:
+            on_progress(text, percentage)
         if kind == "error":
             failures.append(event.get("message", "error"))
         if kind == "done":
             done = event
     return done, failures
+
+
+def _phase(event: dict[str, Any], backend: str) -> str:
+    """A round's start as the phase it begins: Inductor compiles the task; a model generates candidates."""
+    if backend == "inductor":
+        return f"round {event.get('round')}: compiling the task with Inductor (its kernels become the candidates)"
+    return str(event.get("text") or "")
 
 
 def _describe(report: dict[str, Any]) -> str:

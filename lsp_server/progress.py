@@ -27,7 +27,7 @@ async def work_done(session: Session, title: str) -> AsyncIterator[OnProgress]:
     await progress.create_async(token)
     task = asyncio.current_task()
     progress.tokens[token].add_done_callback(lambda future: future.cancelled() and task.cancel())
-    progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True, percentage=0))
+    progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True))  # no percentage until known
     last = ["done"]
 
     def on_progress(message: str, percentage: int | None = None) -> None:

@@ -132,7 +132,12 @@ async def test_convert_a_module_writes_a_verified_kernel_file_and_shows_it(clien
     reports = [r for updates in client.progress_reports.values() for r in updates]
     messages = [getattr(r, "message", None) for r in reports]
     assert "round 1: candidate 1/1 correct (max err" in " ".join(m for m in messages if m)
+    assert "round 1: compiling the task with Inductor (its kernels become the candidates)" in messages
     assert isinstance(reports[0], types.WorkDoneProgressBegin) and reports[0].cancellable
+    assert reports[0].percentage is None, "nothing is known to be done at the start"
+    known = [(r.message, r.percentage) for r in reports[1:-1] if r.percentage is not None]
+    assert [percentage for _, percentage in known] == [99], "a percentage only once candidates are verified (1 of 1)"
+    assert known[0][0].startswith("round 1: candidate 1/1 correct")
     assert isinstance(reports[-1], types.WorkDoneProgressEnd)
 
 
