@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.sources import pair
+from tests.test_project import ROOT
 from verifier import VerifierPool
 
 CASES = sorted(path.name for path in (FIXTURES / "rounding").iterdir())
@@ -35,7 +36,8 @@ def test_a_kernel_that_only_rounds_differently_is_correct(pool, case):
     assert report.max_abs_error > 0, "the orders of the sums differ, so the results should too"
 
 
-MATMUL_4096 = FIXTURES / "rounding_gpu" / "matmul_4096"
+PUBLISHED = ROOT / "benchmarks" / "tasks" / "published"
+MATMUL_4096 = PUBLISHED / "matmul_4096.py"  # and its Triton candidate, triton/matmul_4096.py (IEEE tl.dot)
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +48,8 @@ def cuda_pool():
 
 def _matmul_in(precision: str, folder: Path) -> Path:
     """The 4096 matmul's candidate with its `tl.dot` in `precision` ("ieee", "tf32x3", "tf32")."""
-    source = (MATMUL_4096 / "candidate.py").read_text()
-    assert 'input_precision="ieee"' in source
+    source = (PUBLISHED / "triton" / "matmul_4096.py").read_text()
+    assert source.count('input_precision="ieee"') == 1
     path = folder / f"matmul_{precision}.py"
     path.write_text(source.replace('input_precision="ieee"', f'input_precision="{precision}"'))
     return path
@@ -58,14 +60,14 @@ def _matmul_in(precision: str, folder: Path) -> Path:
 def test_a_4096_matmul_in_another_order_or_in_three_tf32_products_is_correct(cuda_pool, tmp_path, precision):
     """Both add 4096 products in another order than cuBLAS (and tf32x3 splits each fp32 product in three): a few
     of 16.7M values miss `atol` where the dot product cancels, and the rounding noise explains them."""
-    task, candidate = pair(MATMUL_4096 / "task.py", _matmul_in(precision, tmp_path))
+    task, candidate = pair(MATMUL_4096, _matmul_in(precision, tmp_path))
     report = cuda_pool.verify(task, candidate, trials=3, seed=1, timeout=300, timing=False)
     assert report.verdict == "correct", report.message
 
 
 @pytest.mark.gpu
 def test_a_4096_matmul_in_tf32_is_refused_by_how_far_beyond_the_noise_it_is(cuda_pool, tmp_path):
-    task, candidate = pair(MATMUL_4096 / "task.py", _matmul_in("tf32", tmp_path))
+    task, candidate = pair(MATMUL_4096, _matmul_in("tf32", tmp_path))
     report = cuda_pool.verify(task, candidate, trials=3, seed=1, timeout=300, timing=False)
     assert report.verdict == "incorrect", report.message
     assert "where fp32 rounding explains up to" in report.message
