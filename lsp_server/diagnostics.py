@@ -25,6 +25,13 @@ def to_range(codec: PositionCodec, lines: Sequence[str], line: int, column: int,
     return codec.range_to_client_units(lines, types.Range(start=start, end=end))
 
 
+def finding_range(snapshot: Snapshot, finding: Finding) -> types.Range:
+    """Where a finding is, in the client's units (one character wide where it names no end)."""
+    end_line = finding.end_line or finding.line
+    end_column = finding.end_column or finding.column + 1
+    return to_range(snapshot.codec, snapshot.lines, finding.line, finding.column, end_line, end_column)
+
+
 def diagnostics(snapshot: Snapshot, findings: list[Finding]) -> list[types.Diagnostic]:
     """`findings` of the snapshot's document as diagnostics."""
     return [to_diagnostic(snapshot, finding) for finding in findings]
@@ -33,8 +40,6 @@ def diagnostics(snapshot: Snapshot, findings: list[Finding]) -> list[types.Diagn
 def to_diagnostic(snapshot: Snapshot, finding: Finding) -> types.Diagnostic:
     """The finding as a diagnostic; inside a kernel, related information points at that kernel's `def`."""
     codec, lines = snapshot.codec, snapshot.lines
-    end_line = finding.end_line or finding.line
-    end_column = finding.end_column or finding.column + 1
     related = [
         types.DiagnosticRelatedInformation(
             location=types.Location(
@@ -47,7 +52,7 @@ def to_diagnostic(snapshot: Snapshot, finding: Finding) -> types.Diagnostic:
         if k.line <= finding.line <= k.end_line and finding.line != k.line
     ]
     return types.Diagnostic(
-        range=to_range(codec, lines, finding.line, finding.column, end_line, end_column),
+        range=finding_range(snapshot, finding),
         message=finding.message,
         severity=SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
         code=finding.rule,

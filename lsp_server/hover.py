@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from lsp_server.diagnostics import to_range
+from lsp_server.diagnostics import finding_range
 from lsp_server.snapshot import Snapshot
 from verifier import UnknownRule, explain_rule
 
@@ -15,9 +15,7 @@ def hover(snapshot: Snapshot, position: types.Position) -> types.Hover | None:
     parts: list[str] = []
     first: types.Range | None = None
     for finding in snapshot.findings:
-        end_line = finding.end_line or finding.line
-        end_column = finding.end_column or finding.column + 1
-        span = to_range(snapshot.codec, snapshot.lines, finding.line, finding.column, end_line, end_column)
+        span = finding_range(snapshot, finding)
         if not _holds(span, position):
             continue
         first = first or span

@@ -4,14 +4,12 @@ comment that suppresses a rule on one line."""
 
 from __future__ import annotations
 
-import re
-
 from lsprotocol import types
 
 from lsp_server.diagnostics import to_range
 from lsp_server.snapshot import ClientFeatures, Snapshot
 from verifier import RULES, Finding
-from verifier.audit import NOQA
+from verifier.audit import NOQA, named_codes
 
 FIX_ALL_KIND = "source.fixAll.tritonize"
 
@@ -87,11 +85,12 @@ def _noqa_edit(snapshot: Snapshot, index: int, rule: str) -> types.TextEdit | No
         return None
     text = snapshot.lines[index].rstrip("\r\n")
     comment = NOQA.search(text)
+    named = named_codes(comment) if comment is not None else set()
+    if named is None or rule in named:
+        return None
     if comment is None:
         start = end = len(text)
         new_text = f"  # noqa: {rule}"
-    elif comment.group("codes") is None or rule in re.split(r"[\s,]+", comment.group("codes").upper()):
-        return None
     else:
         start, end = comment.span()
         new_text = f"# noqa: {comment.group('codes')}, {rule}"

@@ -22,6 +22,7 @@ _PUBLIC = {
     "plan": "verifier.audit.compile_plan",
     "SourceIndex": "verifier.audit.source_index",
     "NOQA": "verifier.audit.noqa",
+    "named_codes": "verifier.audit.noqa",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -16,11 +16,15 @@ def suppressions(lines: list[str]) -> dict[int, set[str] | None]:
         if "#" not in line:
             continue
         match = NOQA.search(line)
-        if match is None:
-            continue
-        codes = match.group("codes")
-        found[number] = None if codes is None else {c.upper() for c in re.split(r"[\s,]+", codes) if c}
+        if match is not None:
+            found[number] = named_codes(match)
     return found
+
+
+def named_codes(match: re.Match) -> set[str] | None:
+    """The codes a `# noqa` comment names, upper-case (None: every code)."""
+    codes = match.group("codes")
+    return None if codes is None else {c.upper() for c in re.split(r"[\s,]+", codes) if c}
 
 
 def is_suppressed(finding: Finding, noqa: dict[int, set[str] | None]) -> bool:

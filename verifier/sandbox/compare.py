@@ -115,9 +115,26 @@ def against_exact(
     candidate's values) and the fp32 reference both measured against `exact`, the task's float64 output, with
     `noise` (the leaf's rounding noise, where it could be estimated) widening what is allowed. Returns `missed`
     unchanged where that answer cannot judge it (another shape, other non-finite places)."""
+    errors = exact_errors(check, cand, exact)
+    return missed if errors is None else judge_exact(missed, check, errors, noise)
+
+
+@dataclass(frozen=True)
+class ExactErrors:
+    """How far the candidate and PyTorch's fp32 result are from the float64 answer (its finite values)."""
+
+    ref_error: float  # PyTorch's largest error
+    cand_error: float  # the candidate's largest error
+    over: float  # the candidate's largest error beyond `atol + rtol·|exact|`
+    scale: float  # the answer's largest magnitude
+
+
+def exact_errors(check: LeafCheck, cand: torch.Tensor, exact: object) -> ExactErrors | None:
+    """One pass, chunk by chunk, over the leaf; None where `exact` cannot judge it (another shape, other
+    non-finite places)."""
     ref = check.ref
     if not isinstance(exact, torch.Tensor) or exact.numel() != ref.numel() or cand.numel() != ref.numel():
-        return missed
+        return None
     exact, cand = exact.detach().reshape(-1), cand.reshape(-1)
     ref_error = cand_error = over = scale = 0.0
     for start in range(0, ref.numel(), CHUNK_ELEMENTS):
@@ -125,7 +142,7 @@ def against_exact(
         x = exact[start : start + CHUNK_ELEMENTS].double()
         finite = r.isfinite()
         if not bool((finite == x.isfinite()).all()) or not bool((finite == c.isfinite()).all()):
-            return missed
+            return None
         r, c, x = r[finite], c[finite], x[finite]
         if not x.numel():
             continue
@@ -134,20 +151,27 @@ def against_exact(
         cand_error = max(cand_error, float(cand_diff.max()))
         over = max(over, float((cand_diff - check.atol - check.rtol * x.abs()).max()))
         scale = max(scale, float(x.abs().max()))
+    return ExactErrors(ref_error, cand_error, over, scale)
+
+
+def judge_exact(missed: Comparison, check: LeafCheck, errors: ExactErrors, noise: Noise | None = None) -> Comparison:
+    """The second opinion from measured `errors`: allowed `EXACT_ALLOWANCE` times the larger of PyTorch's own
+    error and the rounding noise (where given)."""
     rounding = noise.largest if noise is not None else 0.0
-    allowed = EXACT_ALLOWANCE * max(ref_error, rounding)
+    bar = max(errors.ref_error, rounding)
+    allowed = EXACT_ALLOWANCE * bar
     result = Comparison(missed.max_abs_error, missed.max_rel_error, tolerance=dict(missed.tolerance))
     result.tolerance["exact_allowance"] = EXACT_ALLOWANCE
     if noise is not None:
         result.tolerance["rounding_noise"] = rounding
-    facts = f"against the float64 answer it is off by up to {cand_error:.3g}"
+    facts = f"against the float64 answer it is off by up to {errors.cand_error:.3g}"
     if noise is not None:
         facts += f", where fp32 rounding explains up to {rounding:.3g}"
-    facts += f" and PyTorch's own fp32 result is off by up to {ref_error:.3g}"
-    if over <= allowed and cand_error <= check.rtol * scale + allowed:
+    facts += f" and PyTorch's own fp32 result is off by up to {errors.ref_error:.3g}"
+    if errors.over <= allowed and errors.cand_error <= check.rtol * errors.scale + allowed:
         result.notes.append(f"{check.name}: missed the fp32 tolerance, but {facts}: as accurate as fp32 allows")
         return result
-    times = cand_error / max(ref_error, rounding) if max(ref_error, rounding) > 0 else math.inf
+    times = errors.cand_error / bar if bar > 0 else math.inf
     verdict = f"{facts}; at most {EXACT_ALLOWANCE:g}x the larger is allowed, this is {_times(times)}"
     if noise is not None and noise.products and times >= 100:
         verdict += "; TF32 or a lower precision in a matmul or convolution would do this"

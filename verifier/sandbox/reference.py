@@ -66,8 +66,7 @@ def run_reference(job: Job) -> ReferenceResult:
                 if not scaled:
                     raise lost
                 skipped.append(f"{call['label']} skipped: the device was lost in an earlier scaled trial")
-                channel.mark_ready()
-                _discard_call(channel, deadline, 4 * largest + 2**30)
+                _discard_call(channel, deadline, largest)
                 continue
             inputs = stage("get_inputs", job["source"], lambda c=call: call_inputs(module, c, device))
             try:
@@ -82,8 +81,7 @@ def run_reference(job: Job) -> ReferenceResult:
                 del inputs, run
                 if not _device_usable(device):
                     lost = exc
-                channel.mark_ready()
-                _discard_call(channel, deadline, 4 * largest + 2**30)
+                _discard_call(channel, deadline, largest)
                 continue
             del inputs, run
             structure, ref_leaves = flatten(output)
@@ -153,9 +151,12 @@ def _device_usable(device: torch.device) -> bool:
     return True
 
 
-def _discard_call(channel: Channel, deadline: float, limit: int) -> None:
-    """Read and drop one call's frames (a scaled trial the task itself cannot run), keeping the channel in step;
-    touches no device."""
+def _discard_call(channel: Channel, deadline: float, largest: int) -> None:
+    """Let the candidate send one call's outputs (a scaled trial the task itself cannot run), then read and drop
+    them, keeping the channel in step; touches no device. `largest`: the bytes of the largest output compared
+    so far, which bound what an output may announce (`_output_limit`)."""
+    channel.mark_ready()
+    limit = _output_limit(largest)
     for cand in _frame_header(channel, deadline)["leaves"]:
         if not isinstance(cand, dict) or cand.get("type") != "Tensor":
             continue
@@ -163,6 +164,11 @@ def _discard_call(channel: Channel, deadline: float, limit: int) -> None:
         if size is None or size > limit:
             raise ChannelClosed("an output announces an impossible size")
         channel.skip_bytes(size, deadline)
+
+
+def _output_limit(reference_bytes: int) -> int:
+    """The most bytes a candidate's outputs of one call may announce: 4x the reference's, plus 1 GiB."""
+    return 4 * reference_bytes + 2**30
 
 
 def _frame_header(channel: Channel, deadline: float) -> dict:
@@ -187,7 +193,7 @@ def _receive_call(
         result.problems += compare.compare_devices(
             ref_described, [c if isinstance(c, dict) else {} for c in cand_leaves]
         )
-    limit = 4 * sum(nbytes(x) for x in ref_leaves) + 2**30
+    limit = _output_limit(sum(nbytes(x) for x in ref_leaves))
     keep = _exact_possible(ref_leaves) and not result.problems
     parts: list[torch.Tensor] = []
     missed = []
@@ -262,26 +268,27 @@ def _exact_possible(ref_leaves: list) -> bool:
 def _second_opinion(
     missed: list[Missed], model: torch.nn.Module, module: ModuleType, call: Call, device: torch.device
 ) -> compare.Comparison:
-    """The missed leaves judged against the task's float64 output on the same inputs (`compare.against_exact`),
-    first with PyTorch's own fp32 error as the bar, then, for a leaf that fails that, with its rounding noise
-    (measured only then: it costs three more float64 runs); where the task cannot run in float64 (too large, an
+    """The missed leaves judged against the task's float64 output on the same inputs, their errors measured once
+    (`compare.exact_errors`) and judged (`compare.judge_exact`) first with PyTorch's own fp32 error as the bar,
+    then, for a leaf that fails that, with its rounding noise (measured only then: it costs three more float64
+    runs); where the task cannot run in float64 (too large, an
     op without float64, a fault) the misses stand."""
     result = compare.Comparison()
     exact, run = _float64_outputs(model, module, call, device)
     noise: list | None = None
     for leaf in missed:
-        if exact is None or leaf.index >= len(exact):
+        known = exact is not None and leaf.index < len(exact)
+        errors = compare.exact_errors(leaf.check, leaf.values, exact[leaf.index]) if known else None
+        if errors is None:
             result.merge(leaf.comparison)
             continue
-        judged = compare.against_exact(leaf.comparison, leaf.check, leaf.values, exact[leaf.index])
+        judged = compare.judge_exact(leaf.comparison, leaf.check, errors)
         if not judged.passed and run is not None:
             if noise is None:
                 unit = max(torch.finfo(m.check.dtype).eps / 2 for m in missed)  # the narrowest float's roundoff
                 noise = _rounding_noise(run, exact, unit)
             if leaf.index < len(noise) and noise[leaf.index] is not None:
-                judged = compare.against_exact(
-                    leaf.comparison, leaf.check, leaf.values, exact[leaf.index], noise[leaf.index]
-                )
+                judged = compare.judge_exact(leaf.comparison, leaf.check, errors, noise[leaf.index])
         result.merge(judged)
     return result
 
