@@ -4,6 +4,7 @@ cases), on the CPU and on a GPU, where PyTorch's own orders differ again."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,21 @@ def test_a_4096_matmul_in_tf32_is_refused_by_how_far_beyond_the_noise_it_is(cuda
     assert report.verdict == "incorrect", report.message
     assert "where fp32 rounding explains up to" in report.message
     assert "TF32 or a lower precision in a matmul or convolution would do this" in report.message
+
+
+def test_the_rounding_noise_is_no_cover_for_an_error_well_beyond_it(tmp_path):
+    """The attack on the wider bar: the centred scan's noise is large (its partial sums reach the hundreds), so a
+    kernel that adds a constant to every output, 20x what fp32 rounding explains there, tries to hide under it."""
+    folder = FIXTURES / "rounding" / "centred_scan"
+    source = (folder / "candidate.py").read_text()
+    assert source.count("tl.cumsum(x, axis=0) + carry") == 1
+    biased = tmp_path / "centred_scan_biased.py"
+    biased.write_text(source.replace("tl.cumsum(x, axis=0) + carry", "tl.cumsum(x, axis=0) + carry + 2.0"))
+    with VerifierPool(size=1, device="cpu") as pool:
+        honest = pool.verify(*pair(folder / "task.py", folder / "candidate.py"), trials=3, seed=1, timeout=300)
+        report = pool.verify(*pair(folder / "task.py", biased), trials=3, seed=1, timeout=300)
+    assert honest.verdict == "correct", honest.message
+    assert report.verdict == "incorrect", report.message
+    noise = re.search(r"where fp32 rounding explains up to ([\d.e+-]+)", report.message)
+    assert noise is not None, "judged against the rounding noise, not PyTorch's error alone"
+    assert 10 * float(noise.group(1)) <= 2.0, "the bias is well beyond the noise, as the attack needs"
