@@ -5,10 +5,10 @@
 
 Part 1 verifies a small task end to end in a fresh pool each time (cold: process start included).
 Part 2 pushes `--count` elementwise candidates through one warm pool and reports candidates per minute.
-`--published` verifies each task of benchmarks/tasks/published (KernelBench level-1 sizes, GBs of data) with
-its Triton candidate through one warm pool, twice (the second run reuses the cached eager/compile baseline),
-with the default 5 trials and timing, and reports the phases, the peak host memory of the whole process tree
-next to the task's input bytes, and the speedups.
+`--published` verifies each task of benchmarks/tasks/published (KernelBench level-1 sizes, GBs of data) that has
+a Triton candidate in its triton/ folder (or the tasks NAMEd) with that candidate through one warm pool, twice (the
+second run reuses the cached eager/compile baseline), with the default 5 trials and timing, and reports the phases,
+the peak host memory of the whole process tree next to the task's input bytes, and the speedups.
 Prints tables; `--json PATH` also writes the raw figures.
 """
 
@@ -109,7 +109,9 @@ def input_bytes(task: Path) -> int:
 
 
 def published(device: str, names: list[str]) -> list[dict]:
-    tasks = [PUBLISHED / f"{n}.py" for n in names] or [PUBLISHED / p.name for p in sorted((PUBLISHED / "triton").glob("*.py"))]
+    tasks = [PUBLISHED / f"{n}.py" for n in names] or [
+        PUBLISHED / p.name for p in sorted((PUBLISHED / "triton").glob("*.py"))
+    ]
     rows = []
     with VerifierPool(size=1, device=device) as pool:
         for task in tasks:
@@ -159,7 +161,12 @@ def main() -> None:
     parser.add_argument("--pool-size", type=int, default=2)
     parser.add_argument("--count", type=int, default=30)
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
-    parser.add_argument("--published", nargs="*", metavar="NAME", help="verify the published-size tasks instead")
+    parser.add_argument(
+        "--published",
+        nargs="*",
+        metavar="NAME",
+        help="verify the published-size tasks with a Triton candidate instead (default: all of them)",
+    )
     args = parser.parse_args()
     device = resolve_device(args.device)
     machine = _machine(device)
