@@ -6,7 +6,7 @@ import ast
 import re
 
 from verifier.audit.collector import Collector
-from verifier.audit.dataflow import REDUCTIONS, KernelFlow, call_name, keyword, location, masked_lanes
+from verifier.audit.dataflow import REDUCTIONS, KernelFlow, call_name, keyword, location
 from verifier.audit.source_index import Kernel, SourceIndex, constexpr_guarded
 
 SIZE_NAME = re.compile(r"n|N|M|K|numel|size|length|count|\w*_?(numel|elements|size|len|length|count|cols|rows)")
@@ -73,7 +73,8 @@ def _unmasked(index: SourceIndex, flow: KernelFlow, call: ast.Call, out: Collect
 
 
 def _masked_garbage(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: Collector) -> None:
-    """TRI202: a masked load without `other=` whose lanes reach a reduction.
+    """TRI202: a masked load without `other=` whose lanes a reduction mixes with loaded ones (its mask varies
+    along the reduced axis), or that a `tl.dot` adds up after they moved off zero.
 
     Triton's NVIDIA lowering fills those lanes with 0 (checked in the PTX: `mov.u32 %r, 0x0` before the
     predicated load), so they are harmless where 0 is the reduction's neutral value (a sum, or the max of
@@ -82,12 +83,19 @@ def _masked_garbage(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: C
     loads = {location(n): n for n in kernel.nodes if isinstance(n, ast.Call) and index.tl_function(n) == "load"}
     reached: dict[str, set[tuple[str, str]]] = {}
     for node in kernel.nodes:
-        if not isinstance(node, ast.Call) or call_name(index, node) not in REDUCTIONS:
+        if not isinstance(node, ast.Call):
+            continue
+        if index.tl_function(node) == "dot":
+            for key, kind in flow.contracted_lanes(node).items():
+                if kind in {"exp", "moved", "shifted"}:  # a zero times anything adds nothing; a moved one does
+                    reached.setdefault(key, set()).add(("dot", kind))
+            continue
+        if call_name(index, node) not in REDUCTIONS:
             continue
         operand = node.args[0] if node.args else (node.func.value if isinstance(node.func, ast.Attribute) else None)
         if operand is None:
             continue
-        for key, kind in masked_lanes(flow.tags(operand)).items():
+        for key, kind in flow.mixed_lanes(node, operand).items():
             reached.setdefault(key, set()).add((call_name(index, node), kind))
     for key, seen in sorted(reached.items()):
         load = loads.get(key)
@@ -100,7 +108,12 @@ def _report_masked(out: Collector, load: ast.Call, seen: set[tuple[str, str]]) -
     names = ", ".join(f"tl.{r}" for r in reductions)
     wrong = sorted({f"tl.{r}" for r, kind in seen if _zero_is_wrong(r, kind)})
     kinds = {kind for _, kind in seen}
-    if "exp" in kinds or "moved" in kinds:
+    if "shifted" in kinds and not kinds & {"exp", "moved"}:
+        why = (
+            f"have a value subtracted (`x - mean`) before they reach {names}, so the 0 Triton's NVIDIA lowering puts "
+            "there (the language leaves them undefined) is no longer neutral; mask them with tl.where before"
+        )
+    elif "exp" in kinds or "moved" in kinds:
         why = (
             f"go through exp, log or a division before they reach {names}, so the 0 Triton's NVIDIA lowering "
             "puts there (the language leaves them undefined) is no longer neutral"
@@ -122,12 +135,12 @@ def _report_masked(out: Collector, load: ast.Call, seen: set[tuple[str, str]]) -
         load,
         f"masked tl.load without other=: the masked-off lanes {why}. Pass other= with the reduction's neutral value",
         _other_fix(out, load, seen),
-        severity=None if wrong or kinds & {"exp", "moved"} else "warning",
+        severity=None if wrong or kinds & {"exp", "moved", "shifted"} else "warning",
     )
 
 
 def _zero_is_wrong(reduction: str, kind: str) -> bool:
-    if kind in {"exp", "moved"}:
+    if kind in {"exp", "moved", "shifted"}:
         return True
     if kind == "scaled" or reduction in {"sum", "cumsum", "xor_sum"}:
         return False
@@ -138,7 +151,7 @@ def _other_fix(out: Collector, load: ast.Call, seen: set[tuple[str, str]]) -> di
     """`other=` with the value that leaves every reduction unchanged, when there is one."""
     values = set()
     for reduction, kind in seen:
-        if kind == "moved":
+        if kind in {"moved", "shifted"}:
             return None
         values.add('float("-inf")' if kind == "exp" else NEUTRAL_OTHER.get(reduction, "0.0"))
     if len(values) != 1:

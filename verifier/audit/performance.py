@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from verifier.audit.collector import Collector
-from verifier.audit.dataflow import KernelFlow, keyword
+from verifier.audit.dataflow import ANY_AXIS, AXIS, KernelFlow, keyword
 from verifier.audit.source_index import Kernel, SourceIndex, assigned, walk_body
 
 WRITES = {"store", "atomic_add", "atomic_cas", "atomic_xchg", "atomic_max", "atomic_min", "atomic_and", "atomic_or"}
@@ -51,7 +51,7 @@ def _strided_inner(index: SourceIndex, flow: KernelFlow, call: ast.Call, out: Co
             if not isinstance(value, int) or isinstance(value, bool) or value <= 1:
                 continue
             tags = flow.tags(offsets)
-            if "arange" in tags and "outer" not in tags and _innermost(index, offsets):
+            if "arange" in tags and "outer" not in tags and _innermost(index, offsets, tags):
                 out.add(
                     "TRI502",
                     node,
@@ -60,7 +60,12 @@ def _strided_inner(index: SourceIndex, flow: KernelFlow, call: ast.Call, out: Co
                 )
 
 
-def _innermost(index: SourceIndex, offsets: ast.expr) -> bool:
+def _innermost(index: SourceIndex, offsets: ast.expr, tags: frozenset[str]) -> bool:
+    """Whether the offsets vary along the block's last axis (Inductor's `x0 = xindex`, an `[:, None]` row index, is
+    the outer one)."""
+    axes = {t for t in tags if t.startswith(AXIS)}
+    if axes:
+        return f"{AXIS}-1" in axes or f"{AXIS}{ANY_AXIS}" in axes
     if isinstance(offsets, ast.Subscript):
         items = offsets.slice.elts if isinstance(offsets.slice, ast.Tuple) else [offsets.slice]
         return isinstance(items[-1], ast.Slice)
@@ -74,8 +79,9 @@ def _invariant_loads(index: SourceIndex, loop: ast.For | ast.While, out: Collect
     varying |= {name for stmt in statements for target in _targets(stmt) for name in _names(index, target)}
     written = set()
     loads = []
+    once = {id(n) for n in index.subtree(loop.iter)} if isinstance(loop, ast.For) else set()  # the range: read once
     for node in index.subtree(loop):
-        if isinstance(node, ast.Call) and node.args:
+        if isinstance(node, ast.Call) and node.args and id(node) not in once:
             function = index.tl_function(node)
             if function in WRITES:
                 written |= _names(index, node.args[0])

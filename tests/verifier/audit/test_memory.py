@@ -110,6 +110,105 @@ def test_masked_lanes_multiplied_before_the_reduction_are_only_a_warning():
     assert finding.severity == "warning"
 
 
+ROWS = """
+@triton.jit
+def rows(x_ptr, out_ptr, n_rows, n_cols, stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    r = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    c = tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + r[:, None] * stride + c[None, :], mask=MASK)
+    tl.store(out_ptr + r, REDUCED, mask=r < n_rows)
+"""
+
+
+def _rows(mask: str, reduced: str) -> list:
+    return [f for f in audit(ROWS.replace("MASK", mask).replace("REDUCED", reduced)) if f.rule == "TRI202"]
+
+
+def test_a_mask_that_does_not_vary_along_the_reduced_axis_mixes_no_lanes():
+    """Whole rows masked off, reduced along the row: a masked row's result is never mixed with a loaded one (and
+    is not stored); reduced across rows, or with the columns masked, the lanes meet."""
+    assert _rows("r[:, None] < n_rows", "tl.max(x, axis=1)") == []
+    assert _rows("r[:, None] < n_rows", "tl.max(x, 1) - tl.min(x, axis=-1)") == []
+    [finding] = _rows("r[:, None] < n_rows", "tl.max(x, axis=0)")
+    assert finding.severity == "error"
+    [finding] = _rows("c[None, :] < n_cols", "tl.max(x, axis=1)")
+    assert finding.severity == "error"
+    [finding] = _rows("(r[:, None] < n_rows) & (c[None, :] < n_cols)", "tl.max(x, axis=1)")
+    assert finding.severity == "error"
+    [finding] = _rows("c[None, :] < n_cols", "tl.max(tl.max(x, axis=0))")  # a mixing reduction, then any
+    assert finding.severity == "error"
+
+
+def test_what_follows_a_reduction_is_not_the_masked_lanes_fault():
+    """`mean = tl.sum(x) / n`: the division comes after the lanes were summed (0 is neutral there); `x - mean`
+    squared into a variance is an error, since the masked lanes then add mean² each."""
+    body = MASKED_SUM.replace("tl.sum(x, axis=0)", "tl.max(tl.abs(tl.load(x_ptr + offs) - tl.sum(x, axis=0) / n))")
+    [finding] = [f for f in audit(body) if f.rule == "TRI202"]
+    assert finding.severity == "warning"
+    variance = MASKED_SUM.replace("tl.sum(x, axis=0)", "tl.sum((x - tl.sum(x, axis=0) / n) * (x - 1.5), axis=0)")
+    [finding] = [f for f in audit(variance) if f.rule == "TRI202"]
+    assert finding.severity == "error" and "x - mean" in finding.message and finding.fix is None
+
+
+def test_a_name_masked_again_in_the_same_block_is_clean_after_it():
+    """Flow-sensitive where the code is straight: `d = tl.where(mask, d, 0.0)` guards the uses after it."""
+    body = """
+    @triton.jit
+    def var(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        d = x - tl.sum(x, axis=0) / n
+        GUARD
+        tl.store(out_ptr, tl.sum(d * d, axis=0))
+    """
+    assert [f.severity for f in audit(body.replace("GUARD", "")) if f.rule == "TRI202"] == ["error"]
+    guarded = audit(body.replace("GUARD", "d = tl.where(offs < n, d, 0.0)"))
+    assert [f.severity for f in guarded if f.rule == "TRI202"] == ["warning"]  # the mean's own sum of x
+    guarded_in_branch = "if n > 4:\n            d = tl.where(offs < n, d, 0.0)"
+    assert [f.severity for f in audit(body.replace("GUARD", guarded_in_branch)) if f.rule == "TRI202"] == ["error"]
+
+
+ATTENTION = """
+@triton.jit
+def scores(q_ptr, k_ptr, out_ptr, n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr):
+    m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    j = tl.arange(0, BLOCK_N)
+    d = tl.arange(0, D)
+    q = tl.load(q_ptr + m[:, None] * D + d[None, :], mask=m[:, None] < n)
+    k = tl.load(k_ptr + j[None, :] * D + d[:, None], mask=j[None, :] < n)
+    s = tl.dot(q, k)
+    GUARD
+    p = tl.exp(s - tl.max(s, 1)[:, None])
+    tl.store(out_ptr + m, tl.sum(p, 1), mask=m < n)
+"""
+
+
+def test_masked_keys_through_a_dot_are_guarded_by_an_additive_mask():
+    """q's masked rows stay rows of the scores (reduced along the row: fine); k's masked columns become the scores'
+    columns, which the row max and sum mix, unless `s += tl.where(keep, 0, -inf)` drops them first."""
+    [finding] = [f for f in audit(ATTENTION.replace("GUARD", "")) if f.rule == "TRI202"]
+    key_load = 5 + ATTENTION.splitlines().index(next(x for x in ATTENTION.splitlines() if x.lstrip().startswith("k =")))
+    assert finding.severity == "error" and finding.line == key_load
+    for guard in ('s += tl.where(j[None, :] < n, 0, float("-inf"))', 's = tl.where(j[None, :] < n, s, -float("inf"))'):
+        assert [f for f in audit(ATTENTION.replace("GUARD", guard)) if f.rule == "TRI202"] == [], guard
+
+
+def test_lanes_moved_off_zero_that_a_dot_adds_up_are_an_error():
+    """A zero times anything adds nothing to a dot product; `exp(0 - m)` does."""
+    body = """
+    @triton.jit
+    def weighted(p_ptr, v_ptr, out_ptr, n, BLOCK: tl.constexpr, D: tl.constexpr):
+        j = tl.arange(0, BLOCK)
+        d = tl.arange(0, D)
+        s = tl.load(p_ptr + j[None, :] + d[:, None] * 0, mask=j[None, :] < n)
+        v = tl.load(v_ptr + j[:, None] * D + d[None, :], mask=j[:, None] < n, other=0.0)
+        tl.store(out_ptr + d[:, None] * D + d[None, :], tl.dot(P, v))
+    """
+    assert [f for f in audit(body.replace("P", "s")) if f.rule == "TRI202"] == []
+    [finding] = [f for f in audit(body.replace("P", "tl.exp(s - 1.0)")) if f.rule == "TRI202"]
+    assert finding.severity == "error" and "tl.dot" in finding.message
+
+
 ROW_STRIDE = """
 @triton.jit
 def scale(x_ptr, stride, n, BLOCK: tl.constexpr):

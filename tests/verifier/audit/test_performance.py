@@ -32,6 +32,12 @@ def test_volatile_or_rewritten_addresses_are_not_invariant():
     assert "TRI503" not in rules(rewritten)
 
 
+def test_loads_in_the_range_of_a_for_loop_run_once_and_are_not_invariant_loads():
+    """`for entry in range(tl.load(starts + row), tl.load(starts + row + 1))`: a CSR row's bounds, read once."""
+    ranged = LOOP.replace("range(0, n, BLOCK)", "range(tl.load(w_ptr), tl.load(w_ptr + 1), BLOCK)")
+    assert [f.line for f in audit(ranged) if f.rule == "TRI503"] == [11]
+
+
 def test_untuned_looping_kernel_is_hinted_unless_num_warps_or_autotune():
     [finding] = [f for f in audit(LOOP) if f.rule == "TRI501"]
     assert finding.line == 7 and (finding.column, finding.end_column) == (5, 11)

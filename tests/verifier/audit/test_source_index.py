@@ -59,5 +59,5 @@ def test_loop_carried_names_reach_their_fixed_point():
     index = _index(source)
     flow = KernelFlow(index, index.kernels["walk_rows"])
     ptrs, acc = ast.Name("ptrs", ast.Load()), ast.Name("acc", ast.Load())
-    assert flow.tags(ptrs) == {"arange", "pid", "param:x_ptr", "param:BLOCK"}
-    assert flow.tags(acc) == {"load", "param:x_ptr", "param:BLOCK"}
+    assert flow.tags(ptrs) == {"arange", "pid", "param:x_ptr", "param:BLOCK", "ax:-1"}
+    assert flow.tags(acc) == {"load", "param:x_ptr", "param:BLOCK", "ax:-1"}
