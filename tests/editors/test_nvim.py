@@ -76,3 +76,54 @@ def test_diagnostics_and_convert_to_triton_in_a_real_neovim(model_server, tmp_pa
     ast.parse(buffer)
     assert buffer.index("class Model(nn.Module)") < buffer.index("class ModelNew") < buffer.index("def get_inputs")
     assert "# tritonize-task: layernorm_gelu.py::Model" in buffer
+
+
+FUNCTION = """import torch
+
+
+def scaled_tanh(x, alpha):
+    return torch.tanh(x) * alpha
+"""
+
+
+@pytest.mark.slow
+def test_checkhealth_add_inputs_verify_report_and_cancel_in_a_real_neovim(model_server, tmp_path):
+    """The plugin's parity with the VS Code extension: every command, the health check, the report window, and a
+    cancelled conversion that leaves the buffer alone."""
+    if _version() < (0, 11):
+        pytest.skip(f"the plugin needs Neovim 0.11+, found {_version()}")
+    for name in ("softmax.py", "softmax_triton.py", "layernorm_gelu.py"):
+        (tmp_path / name).write_text((ROOT / "examples" / name).read_text())
+    (tmp_path / "act.py").write_text(FUNCTION)
+    task = (tmp_path / "layernorm_gelu.py").read_text()
+    out = tmp_path / "result.json"
+    env = {
+        **os.environ,
+        "TRITONIZE_E2E_OUT": str(out),
+        "TRITONIZE_PLUGIN": str(ROOT / "editors" / "nvim"),
+        "TRITONIZE_PYTHON": sys.executable,
+        "TRITONIZE_SERVER": model_server,
+        "TRITONIZE_FUNCTION": str(tmp_path / "act.py"),
+        "TRITONIZE_KERNEL": str(tmp_path / "softmax_triton.py"),
+        "TRITONIZE_TASK": str(tmp_path / "layernorm_gelu.py"),
+        "TRITONIZE_LINE": str(task.splitlines().index("class Model(nn.Module):") + 1),
+        "PYTHONPATH": str(ROOT),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    command = [NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "+luafile " + str(HERE / "nvim_parity.lua")]
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=290)
+    assert out.exists(), f"Neovim wrote nothing:\n{done.stdout}\n{done.stderr}"
+    results = json.loads(out.read_text())
+    assert results["steps"] == ["setup", "inputs", "health", "verified", "cancelled"], done.stderr
+
+    commands = {"TritonizeConvert", "TritonizeVerify", "TritonizeCancel", "TritonizeAddInputs", "TritonizeReport"}
+    assert commands <= set(results["commands"])
+    assert "def get_inputs" in results["with_inputs"]
+    health = "\n".join(results["health"])
+    assert "tritonize" in health and "language server command" in health and "model server" in health, health
+    assert results["verify"]["status"] == "verified" and results["verify"]["report"]["verdict"] == "correct"
+    assert results["report"][0] == "tritonize: verified" and any(
+        "verdict" in line and "correct" in line for line in results["report"]
+    )
+    assert results["cancelled"] is True and results["convert"]["status"] == "cancelled"
+    assert results["unchanged"] and results["nothing_left"]

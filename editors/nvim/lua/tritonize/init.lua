@@ -18,6 +18,8 @@ M.defaults = {
 
 M.config = vim.deepcopy(M.defaults)
 M.last_result = nil
+-- The command request in flight ({ client, id, on_done, command }), so :TritonizeCancel can stop it.
+M.pending = nil
 
 local function client_for(bufnr)
   return vim.lsp.get_clients({ bufnr = bufnr or 0, name = "tritonize" })[1]
@@ -35,18 +37,45 @@ local function finish(result, on_done)
 end
 
 -- Send a server command; a request error is shown and reported as { status = "error" }, a result goes to
--- on_result (by default straight to on_done).
+-- on_result (by default straight to on_done). A reply to a request cancelled meanwhile is dropped.
 local function execute(client, bufnr, command, argument, on_done, on_result)
-  client:request("workspace/executeCommand", { command = command, arguments = { argument } }, function(err, result)
-    if err then
-      notify(err.message, vim.log.levels.ERROR)
-      return finish({ status = "error", message = err.message }, on_done)
-    end
-    if on_result then
-      return on_result(result)
-    end
-    finish(result, on_done)
-  end, bufnr)
+  local pending = { client = client, on_done = on_done, command = command }
+  local ok, id = client:request("workspace/executeCommand", { command = command, arguments = { argument } },
+    function(err, result)
+      if pending.cancelled then
+        return
+      end
+      if M.pending == pending then
+        M.pending = nil
+      end
+      if err then
+        notify(err.message, vim.log.levels.ERROR)
+        return finish({ status = "error", message = err.message }, on_done)
+      end
+      if on_result then
+        return on_result(result)
+      end
+      finish(result, on_done)
+    end, bufnr)
+  if ok then
+    pending.id = id
+    M.pending = pending
+  end
+end
+
+--- Cancel the conversion or verification in flight: the language server stops it, and the model server with it.
+function M.cancel()
+  local pending = M.pending
+  if not pending then
+    notify("nothing to cancel")
+    return false
+  end
+  M.pending = nil
+  pending.cancelled = true
+  pending.client:cancel_request(pending.id)
+  notify(pending.command:gsub("^tritonize%.", "") .. " cancelled")
+  finish({ status = "cancelled", message = "cancelled" }, pending.on_done)
+  return true
 end
 
 local function attached_client(bufnr)
@@ -136,6 +165,66 @@ function M.verify(opts)
   end
 end
 
+--- Add example inputs (`get_inputs`) for the function or module under the cursor: the server's refactoring.
+function M.add_inputs()
+  if attached_client(0) then
+    vim.lsp.buf.code_action({ apply = true, context = { only = { "refactor.tritonize.inputs" }, diagnostics = {} } })
+  end
+end
+
+-- Not the seed: a 64-bit integer does not survive Lua's numbers (`tritonize verify --json` prints it).
+local REPORT_FIELDS = { "verdict", "device", "policy", "trials", "max_abs_error", "max_rel_error", "coverage" }
+local TIMING_FIELDS = { "candidate_ms", "eager_ms", "compile_ms", "speedup_vs_eager", "speedup_vs_compile" }
+
+local function add_fields(lines, values, keys)
+  for _, key in ipairs(keys) do
+    if values[key] ~= nil and values[key] ~= vim.NIL then
+      table.insert(lines, string.format("  %-20s %s", key, tostring(values[key])))
+    end
+  end
+end
+
+--- The lines of a conversion's or verification's report, for the report window.
+function M.report_lines(result)
+  if not result then
+    return { "No conversion or verification has finished yet in this session." }
+  end
+  local lines = { "tritonize: " .. tostring(result.status) }
+  if result.message then
+    vim.list_extend(lines, vim.split("  " .. result.message, "\n", { plain = true }))
+  end
+  local report = result.report
+  if type(report) == "table" then
+    table.insert(lines, "")
+    table.insert(lines, "report")
+    add_fields(lines, report, REPORT_FIELDS)
+    if type(report.timing) == "table" then
+      add_fields(lines, report.timing, TIMING_FIELDS)
+    end
+    if type(report.message) == "string" and report.message ~= "" then
+      vim.list_extend(lines, vim.split("  " .. report.message, "\n", { plain = true }))
+    end
+    for _, violation in ipairs(type(report.violations) == "table" and report.violations or {}) do
+      table.insert(lines, string.format("  %s %s: %s", violation.rule, violation.severity, violation.message))
+    end
+  end
+  return lines
+end
+
+--- A scratch split with the last result's report (`q` closes it); returns its buffer.
+function M.show_report(result)
+  vim.cmd("botright new")
+  local buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "wipe"
+  vim.bo[buf].swapfile = false
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, M.report_lines(result or M.last_result))
+  vim.bo[buf].modifiable = false
+  pcall(vim.api.nvim_buf_set_name, buf, "tritonize://report")
+  vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf, nowait = true })
+  return buf
+end
+
 local function echo_progress(args)
   local client = vim.lsp.get_client_by_id(args.data.client_id)
   local value = args.data.params and args.data.params.value or {}
@@ -146,6 +235,7 @@ end
 
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  M.configured = true
   local config = M.config
   vim.lsp.config("tritonize", {
     cmd = config.cmd,
@@ -166,6 +256,15 @@ function M.setup(opts)
   vim.api.nvim_create_user_command("TritonizeVerify", function()
     M.verify()
   end, { desc = "Verify this Triton kernel against its task" })
+  vim.api.nvim_create_user_command("TritonizeCancel", function()
+    M.cancel()
+  end, { desc = "Cancel the conversion or verification in flight" })
+  vim.api.nvim_create_user_command("TritonizeAddInputs", function()
+    M.add_inputs()
+  end, { desc = "Add example inputs (get_inputs) for the function or module under the cursor" })
+  vim.api.nvim_create_user_command("TritonizeReport", function()
+    M.show_report()
+  end, { desc = "Show the last conversion's or verification's report" })
   if config.progress then
     vim.api.nvim_create_autocmd("LspProgress", {
       group = vim.api.nvim_create_augroup("tritonize_progress", { clear = true }),

@@ -1,0 +1,75 @@
+-- Driven by tests/editors/test_nvim.py in a real headless Neovim: the plugin's commands beyond Convert
+-- (:checkhealth tritonize, :TritonizeAddInputs, :TritonizeVerify with :TritonizeReport, :TritonizeCancel of a
+-- conversion in flight); writes what it saw as JSON.
+local env = vim.env
+local results = { steps = {} }
+
+local function save()
+  vim.fn.writefile({ vim.json.encode(results) }, env.TRITONIZE_E2E_OUT)
+end
+
+local function step(name)
+  table.insert(results.steps, name)
+  save()
+end
+
+local function attached(buf)
+  return vim.wait(30000, function()
+    return #vim.lsp.get_clients({ bufnr = buf, name = "tritonize" }) > 0
+  end, 50)
+end
+
+vim.cmd("filetype on")
+vim.opt.rtp:prepend(env.TRITONIZE_PLUGIN)
+local tritonize = require("tritonize")
+tritonize.setup({
+  cmd = { env.TRITONIZE_PYTHON, "-m", "lsp_server" },
+  settings = { serverUrl = env.TRITONIZE_SERVER, autoStart = false, samples = 1, rounds = 1, trials = 2 },
+})
+results.commands = vim.tbl_keys(vim.api.nvim_get_commands({}))
+step("setup")
+
+-- Add example inputs for the function under the cursor.
+vim.cmd.edit(env.TRITONIZE_FUNCTION)
+local function_buf = vim.api.nvim_get_current_buf()
+attached(function_buf)
+vim.api.nvim_win_set_cursor(0, { 5, 0 })
+vim.cmd("TritonizeAddInputs")
+vim.wait(30000, function()
+  return table.concat(vim.api.nvim_buf_get_lines(function_buf, 0, -1, false), "\n"):find("def get_inputs") ~= nil
+end, 50)
+results.with_inputs = table.concat(vim.api.nvim_buf_get_lines(function_buf, 0, -1, false), "\n")
+step("inputs")
+
+vim.cmd("checkhealth tritonize")
+results.health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+step("health")
+
+-- Verify, then the report window.
+vim.cmd.edit(env.TRITONIZE_KERNEL)
+attached(vim.api.nvim_get_current_buf())
+tritonize.last_result = nil
+vim.cmd("TritonizeVerify")
+vim.wait(280000, function() return tritonize.last_result ~= nil end, 100)
+results.verify = tritonize.last_result
+vim.cmd("TritonizeReport")
+results.report = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+vim.cmd("close")
+step("verified")
+
+-- A conversion cancelled while Inductor compiles: the result says so and the buffer is left as it was.
+vim.cmd.edit(env.TRITONIZE_TASK)
+local task_buf = vim.api.nvim_get_current_buf()
+attached(task_buf)
+local before = table.concat(vim.api.nvim_buf_get_lines(task_buf, 0, -1, false), "\n")
+vim.api.nvim_win_set_cursor(0, { tonumber(env.TRITONIZE_LINE), 0 })
+tritonize.last_result = nil
+vim.cmd("TritonizeConvert")
+vim.wait(1500, function() return false end, 50)
+results.cancelled = tritonize.cancel()
+results.convert = tritonize.last_result
+vim.wait(3000, function() return false end, 100)
+results.unchanged = table.concat(vim.api.nvim_buf_get_lines(task_buf, 0, -1, false), "\n") == before
+results.nothing_left = tritonize.pending == nil
+step("cancelled")
+vim.cmd("qa!")
