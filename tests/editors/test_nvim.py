@@ -39,14 +39,11 @@ def _version() -> tuple[int, int]:
     return int(major), int(minor)
 
 
-@pytest.mark.slow
-def test_diagnostics_and_convert_to_triton_in_a_real_neovim(model_server, tmp_path):
+def _run_nvim(script: str, model_server: str, tmp_path: Path, files: dict[str, Path], line: int) -> dict:
+    """Run a Lua script of this folder in a real headless Neovim with the plugin; what it wrote as JSON.
+    `files` become TRITONIZE_<KEY> paths, `line` the 1-based line of the task's Model."""
     if _version() < (0, 11):
         pytest.skip(f"the plugin needs Neovim 0.11+, found {_version()}")
-    task = tmp_path / "layernorm_gelu.py"
-    original = (ROOT / "examples" / "layernorm_gelu.py").read_text()
-    task.write_text(original)
-    (tmp_path / "bug.py").write_text(BUG)
     out = tmp_path / "result.json"
     env = {
         **os.environ,
@@ -54,17 +51,26 @@ def test_diagnostics_and_convert_to_triton_in_a_real_neovim(model_server, tmp_pa
         "TRITONIZE_PLUGIN": str(ROOT / "editors" / "nvim"),
         "TRITONIZE_PYTHON": sys.executable,
         "TRITONIZE_SERVER": model_server,
-        "TRITONIZE_BUG": str(tmp_path / "bug.py"),
-        "TRITONIZE_TASK": str(task),
-        "TRITONIZE_LINE": str(original.splitlines().index("class Model(nn.Module):") + 1),
+        "TRITONIZE_LINE": str(line),
         "PYTHONPATH": str(ROOT),
         "XDG_STATE_HOME": str(tmp_path / "state"),
+        **{f"TRITONIZE_{key}": str(path) for key, path in files.items()},
     }
-    command = [NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "+luafile " + str(HERE / "nvim_e2e.lua")]
+    command = [NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "+luafile " + str(HERE / script)]
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=290)
     assert out.exists(), f"Neovim wrote nothing:\n{done.stdout}\n{done.stderr}"
-    results = json.loads(out.read_text())
-    assert results["steps"] == ["setup", "diagnostics", "converted"], done.stderr
+    return {**json.loads(out.read_text()), "stderr": done.stderr}
+
+
+@pytest.mark.slow
+def test_diagnostics_and_convert_to_triton_in_a_real_neovim(model_server, tmp_path):
+    task = tmp_path / "layernorm_gelu.py"
+    original = (ROOT / "examples" / "layernorm_gelu.py").read_text()
+    task.write_text(original)
+    (tmp_path / "bug.py").write_text(BUG)
+    line = original.splitlines().index("class Model(nn.Module):") + 1
+    results = _run_nvim("nvim_e2e.lua", model_server, tmp_path, {"BUG": tmp_path / "bug.py", "TASK": task}, line)
+    assert results["steps"] == ["setup", "diagnostics", "converted"], results["stderr"]
 
     assert {"code": "TRI101", "line": 6, "source": "tritonize"} in results["diagnostics"]
     convert = results["convert"]
@@ -90,31 +96,15 @@ def scaled_tanh(x, alpha):
 def test_checkhealth_add_inputs_verify_report_and_cancel_in_a_real_neovim(model_server, tmp_path):
     """The plugin's parity with the VS Code extension: every command, the health check, the report window, and a
     cancelled conversion that leaves the buffer alone."""
-    if _version() < (0, 11):
-        pytest.skip(f"the plugin needs Neovim 0.11+, found {_version()}")
     for name in ("softmax.py", "softmax_triton.py", "layernorm_gelu.py"):
         (tmp_path / name).write_text((ROOT / "examples" / name).read_text())
     (tmp_path / "act.py").write_text(FUNCTION)
-    task = (tmp_path / "layernorm_gelu.py").read_text()
-    out = tmp_path / "result.json"
-    env = {
-        **os.environ,
-        "TRITONIZE_E2E_OUT": str(out),
-        "TRITONIZE_PLUGIN": str(ROOT / "editors" / "nvim"),
-        "TRITONIZE_PYTHON": sys.executable,
-        "TRITONIZE_SERVER": model_server,
-        "TRITONIZE_FUNCTION": str(tmp_path / "act.py"),
-        "TRITONIZE_KERNEL": str(tmp_path / "softmax_triton.py"),
-        "TRITONIZE_TASK": str(tmp_path / "layernorm_gelu.py"),
-        "TRITONIZE_LINE": str(task.splitlines().index("class Model(nn.Module):") + 1),
-        "PYTHONPATH": str(ROOT),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-    }
-    command = [NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "+luafile " + str(HERE / "nvim_parity.lua")]
-    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=290)
-    assert out.exists(), f"Neovim wrote nothing:\n{done.stdout}\n{done.stderr}"
-    results = json.loads(out.read_text())
-    assert results["steps"] == ["setup", "inputs", "health", "verified", "cancelled"], done.stderr
+    line = (tmp_path / "layernorm_gelu.py").read_text().splitlines().index("class Model(nn.Module):") + 1
+    files = {"FUNCTION": tmp_path / "act.py", "KERNEL": tmp_path / "softmax_triton.py"}
+    results = _run_nvim(
+        "nvim_parity.lua", model_server, tmp_path, files | {"TASK": tmp_path / "layernorm_gelu.py"}, line
+    )
+    assert results["steps"] == ["setup", "inputs", "health", "verified", "cancelled"], results["stderr"]
 
     commands = {"TritonizeConvert", "TritonizeVerify", "TritonizeCancel", "TritonizeAddInputs", "TritonizeReport"}
     assert commands <= set(results["commands"])
