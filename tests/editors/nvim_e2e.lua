@@ -1,16 +1,9 @@
 -- Driven by tests/editors/test_nvim.py in a real headless Neovim (`nvim --headless -u NONE ... +"luafile"`).
 -- Opens a Triton file with a bug, then converts a PyTorch module through the plugin; writes what it saw as JSON.
 local env = vim.env
-local results = { steps = {} }
-
-local function save()
-  vim.fn.writefile({ vim.json.encode(results) }, env.TRITONIZE_E2E_OUT)
-end
-
-local function step(name)
-  table.insert(results.steps, name)
-  save()
-end
+local here = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h")
+local recorder = dofile(here .. "/nvim_results.lua")
+local results, step = recorder.results, recorder.step
 
 vim.cmd("filetype on")
 vim.opt.rtp:prepend(env.TRITONIZE_PLUGIN)

@@ -2,16 +2,9 @@
 -- (:checkhealth tritonize, :TritonizeAddInputs, :TritonizeVerify with :TritonizeReport, :TritonizeCancel of a
 -- conversion in flight); writes what it saw as JSON.
 local env = vim.env
-local results = { steps = {} }
-
-local function save()
-  vim.fn.writefile({ vim.json.encode(results) }, env.TRITONIZE_E2E_OUT)
-end
-
-local function step(name)
-  table.insert(results.steps, name)
-  save()
-end
+local here = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h")
+local recorder = dofile(here .. "/nvim_results.lua")
+local results, step = recorder.results, recorder.step
 
 local function attached(buf)
   return vim.wait(30000, function()
@@ -25,6 +18,8 @@ local tritonize = require("tritonize")
 tritonize.setup({
   cmd = { env.TRITONIZE_PYTHON, "-m", "lsp_server" },
   settings = { serverUrl = env.TRITONIZE_SERVER, autoStart = false, samples = 1, rounds = 1, trials = 2 },
+  -- A conversion that ends before the cancel must not wait for a person at the preview.
+  confirm = function(_, done) done(false) end,
 })
 results.commands = vim.tbl_keys(vim.api.nvim_get_commands({}))
 step("setup")

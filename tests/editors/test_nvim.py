@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,11 @@ def _run_nvim(script: str, model_server: str, tmp_path: Path, files: dict[str, P
         **{f"TRITONIZE_{key}": str(path) for key, path in files.items()},
     }
     command = [NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "+luafile " + str(HERE / script)]
-    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=290)
+    try:
+        done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=290)
+    except subprocess.TimeoutExpired as stalled:
+        reached = json.loads(out.read_text())["steps"] if out.exists() else []
+        pytest.fail(f"{script} stalled after the steps {reached}: {stalled.stderr!r}")
     assert out.exists(), f"Neovim wrote nothing:\n{done.stdout}\n{done.stderr}"
     return {**json.loads(out.read_text()), "stderr": done.stderr}
 
@@ -98,6 +103,8 @@ def test_checkhealth_add_inputs_verify_report_and_cancel_in_a_real_neovim(model_
     cancelled conversion that leaves the buffer alone."""
     for name in ("softmax.py", "softmax_triton.py", "layernorm_gelu.py"):
         (tmp_path / name).write_text((ROOT / "examples" / name).read_text())
+    with (tmp_path / "layernorm_gelu.py").open("a") as task:  # a task no earlier test converted: nothing cached
+        task.write(f"\n\nCANCEL_TEST = {time.time_ns()}\n")
     (tmp_path / "act.py").write_text(FUNCTION)
     line = (tmp_path / "layernorm_gelu.py").read_text().splitlines().index("class Model(nn.Module):") + 1
     files = {"FUNCTION": tmp_path / "act.py", "KERNEL": tmp_path / "softmax_triton.py"}
