@@ -23,6 +23,7 @@ from model_server.api import LOOPBACK_HOSTS
 from verifier import cache_dir
 
 START_TIMEOUT = 180.0
+STOP_TIMEOUT = 10.0  # the server cancels what runs (1 s), then closes its verifier pool and scratch
 
 
 class LocalServer:
@@ -86,7 +87,7 @@ class LocalServer:
             return
         process.terminate()
         try:
-            process.wait(timeout=5)
+            process.wait(timeout=STOP_TIMEOUT)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()

@@ -199,7 +199,8 @@ def _run_serve(args: argparse.Namespace) -> int:
         app = create_app(config)
     except BackendError as exc:
         return usage_error("serve", str(exc))
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=5)
+    # A conversion in flight is cancelled, not awaited, when the server stops (the editor closed): 1 s of grace.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=1)
     return EXIT_PASS
 
 
