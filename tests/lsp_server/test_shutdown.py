@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 from lsprotocol import types
 from pytest_lsp import client_capabilities
@@ -71,13 +70,38 @@ def _progress(client) -> list[str]:
     return [getattr(r, "message", "") or "" for updates in client.progress_reports.values() for r in updates]
 
 
-def _gone_within(processes: list[psutil.Process], seconds: float) -> list[str]:
+def _parents() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, state) of every process, from /proc."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            found[int(entry.name)] = (int(fields[1]), fields[0])
+    return found
+
+
+def _descendants(pid: int) -> set[int]:
+    parents = _parents()
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, (parent, _) in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _gone_within(pids: set[int], seconds: float) -> set[int]:
+    """The processes of `pids` still running (not zombies) after up to `seconds`."""
     deadline = time.monotonic() + seconds
-    alive = processes
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    while True:
+        parents = _parents()
+        alive = {pid for pid in pids if pid in parents and parents[pid][1] != "Z"}
+        if not alive or time.monotonic() > deadline:
+            return alive
         time.sleep(0.1)
-    return [" ".join(p.cmdline()[:4]) for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
 @pytest.mark.slow
@@ -88,16 +112,16 @@ async def test_a_language_server_gone_mid_conversion_leaves_no_process_and_no_sc
     scratch.mkdir()
     client = await _start(tmp_path, scratch)
     conversion = await _converting(client, tmp_path)
-    server = psutil.Process(client._server.pid)
-    descendants = server.children(recursive=True)
+    server = client._server.pid
+    descendants = _descendants(server)
     assert len(descendants) >= 2, "the model server and Inductor's capture should be running"
     if how == "shutdown":
         await client.shutdown_session()
     else:
-        os.kill(server.pid, signal.SIGKILL)
+        os.kill(server, signal.SIGKILL)
         await client.stop()
     conversion.cancel()
-    assert _gone_within(descendants, 10.0) == []
+    assert _gone_within(descendants, 10.0) == set()
     deadline = time.monotonic() + 10
     while list(scratch.iterdir()) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)

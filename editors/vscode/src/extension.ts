@@ -3,10 +3,11 @@
 import * as vscode from "vscode";
 
 import { registerCommands } from "./commands";
+import { watchContextKeys } from "./contextKeys";
 import { installInto } from "./install";
 import type { Interpreter } from "./interpreter";
 import { LanguageServer, TOKEN_KEY } from "./languageServer";
-import { INSTALL_ACTION, OUTPUT_ACTION, SELECT_ACTION, startFailure } from "./messages";
+import { DONT_SHOW_ACTION, INSTALL_ACTION, OUTPUT_ACTION, SELECT_ACTION, startFailure } from "./messages";
 import type { ProbeResult } from "./probe";
 import { onInterpreterChange, pythonExtensionInstalled } from "./python";
 import { ReportPanel } from "./reportPanel";
@@ -14,6 +15,10 @@ import { asResult, createdFile, reportHeading } from "./results";
 import { StatusBar } from "./statusBar";
 
 let server: LanguageServer | undefined;
+// The start failure is said once per window; "Don't Show Again" silences it for the workspace (the status item
+// still says the server is not running, and its menu leads to the same fixes).
+const HIDE_START_FAILURE_KEY = "tritonize.hideStartFailure";
+let startFailureShown = false;
 
 export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel("Tritonize");
@@ -26,8 +31,17 @@ export function activate(context: vscode.ExtensionContext): void {
       status.setServer(state, interpreter?.command);
       void status.refresh();
     },
-    startFailed: (interpreter, failure) =>
-      void offerFixes(interpreter, failure, output, () => languageServer.restart()),
+    startFailed: (interpreter, failure) => {
+      if (startFailureShown || context.workspaceState.get(HIDE_START_FAILURE_KEY, false)) {
+        return;
+      }
+      startFailureShown = true;
+      void offerFixes(interpreter, failure, output, () => languageServer.restart()).then(async (hide) => {
+        if (hide) {
+          await context.workspaceState.update(HIDE_START_FAILURE_KEY, true);
+        }
+      });
+    },
     commandFinished: async (command, args, result) => {
       const parsed = asResult(result);
       if (parsed !== undefined) {
@@ -49,6 +63,7 @@ export function activate(context: vscode.ExtensionContext): void {
   server = languageServer;
   context.subscriptions.push(languageServer);
   registerCommands(context, languageServer, panel, output);
+  watchContextKeys(context);
 
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((event) => {
@@ -78,16 +93,20 @@ export async function deactivate(): Promise<void> {
   await server?.stop();
 }
 
-/** The start failure, with the ways out: install tritonize there, pick another interpreter, read the output. */
+/** The start failure, with the ways out: install tritonize there, pick another interpreter, read the output.
+ *  True when the user asked not to see it again in this workspace. */
 async function offerFixes(
   interpreter: Interpreter,
   failure: Exclude<ProbeResult, { ok: true }>,
   output: vscode.OutputChannel,
   restart: () => Promise<void>,
-): Promise<void> {
-  const actions =
+): Promise<boolean> {
+  const fixes =
     failure.problem === "not-found" ? [SELECT_ACTION, OUTPUT_ACTION] : [INSTALL_ACTION, SELECT_ACTION, OUTPUT_ACTION];
-  const choice = await vscode.window.showErrorMessage(startFailure(interpreter, failure), ...actions);
+  const choice = await vscode.window.showErrorMessage(startFailure(interpreter, failure), ...fixes, DONT_SHOW_ACTION);
+  if (choice === DONT_SHOW_ACTION) {
+    return true;
+  }
   if (choice === INSTALL_ACTION) {
     await installInto(interpreter.command, restart);
   } else if (choice === SELECT_ACTION) {
@@ -99,4 +118,5 @@ async function offerFixes(
   } else if (choice === OUTPUT_ACTION) {
     output.show();
   }
+  return false;
 }

@@ -7,6 +7,7 @@ export const INSTALL_ACTION = "Install tritonize into this interpreter";
 export const SELECT_ACTION = "Select Interpreter";
 export const OUTPUT_ACTION = "Show Output";
 export const RESTART_ACTION = "Restart Server";
+export const DONT_SHOW_ACTION = "Don't Show Again";
 
 /** The notification shown when the language server cannot start with `interpreter`. */
 export function startFailure(interpreter: Interpreter, failure: Exclude<ProbeResult, { ok: true }>): string {

@@ -37,7 +37,14 @@ describe("package.json", () => {
       context.map((item) => item.command),
       [EXTENSION_COMMANDS.convertHere, EXTENSION_COMMANDS.verifyHere, EXTENSION_COMMANDS.addExampleInputs],
     );
-    assert.ok(context.every((item) => item.when === "editorLangId == python"));
+    assert.deepEqual(
+      context.map((item) => item.when),
+      [
+        "editorLangId == python && tritonize.canConvert",
+        "editorLangId == python && tritonize.canVerify",
+        "editorLangId == python && tritonize.canConvert",
+      ],
+    );
   });
 
   it("runs the long server commands under a notification", () => {
