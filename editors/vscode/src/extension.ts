@@ -1,4 +1,4 @@
-// Entry point: wires the language server, the status bar, the report panel and the commands together, and
+// Entry point: wires the language server, the language status item, the report panel and the commands together, and
 // restarts the server when the interpreter changes (the setting, or the Python extension's selection).
 import * as vscode from "vscode";
 
@@ -12,7 +12,7 @@ import type { ProbeResult } from "./probe";
 import { onInterpreterChange, pythonExtensionInstalled } from "./python";
 import { ReportPanel } from "./reportPanel";
 import { asResult, createdFile, reportHeading } from "./results";
-import { StatusBar } from "./statusBar";
+import { LanguageStatus } from "./languageStatus";
 
 let server: LanguageServer | undefined;
 // The start failure is said once per window; "Don't Show Again" silences it for the workspace (the status item
@@ -22,7 +22,7 @@ let startFailureShown = false;
 
 export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel("Tritonize");
-  const status = new StatusBar();
+  const status = new LanguageStatus();
   const panel = new ReportPanel();
   context.subscriptions.push(output, status, panel);
 

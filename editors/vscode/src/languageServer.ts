@@ -32,7 +32,7 @@ const CLIENT_STATES: Record<State, ServerState> = {
 };
 
 export interface ServerEvents {
-  /** The server's state changed (the status bar shows it). */
+  /** The server's state changed (the language status item shows it). */
   stateChanged(state: ServerState, interpreter: Interpreter | undefined): void;
   /** The interpreter cannot run the server: tell the user, with a way out. */
   startFailed(interpreter: Interpreter, failure: Exclude<ProbeResult, { ok: true }>): void;

@@ -47,7 +47,7 @@ export function reportRows(report: Report): Row[] {
   return rows;
 }
 
-/** One line for messages and the status bar: "correct, max error 2.4e-7, 1.84x vs eager". */
+/** One line for messages and the language status item: "correct, max error 2.4e-7, 1.84x vs eager". */
 export function summary(report: Report): string {
   const parts = [text(report.verdict)];
   if (typeof report.max_abs_error === "number") {

@@ -1,5 +1,5 @@
-// What the status bar item says: the language server's state, whether the model server answers, and the backend.
-// Pure: statusBar.ts shows it.
+// What the language status item says: the language server's state, whether the model server answers, and the
+// backend. Pure: languageStatus.ts shows it.
 
 export type ServerState = "starting" | "running" | "stopped" | "failed";
 
@@ -20,8 +20,10 @@ export interface StatusInputs {
 export interface StatusView {
   readonly text: string;
   readonly tooltip: string;
-  /** Shown with the warning background: something needs the user's attention. */
-  readonly warning: boolean;
+  /** The item's severity: an error when the language server is not running. */
+  readonly severity: "information" | "warning" | "error";
+  /** The language server is starting, or the model server is converting. */
+  readonly busy: boolean;
 }
 
 export function statusView(inputs: StatusInputs): StatusView {
@@ -40,9 +42,14 @@ export function statusView(inputs: StatusInputs): StatusView {
       `Language server: ${server}${inputs.interpreter ? ` (${inputs.interpreter})` : ""}`,
       `Model server: ${modelServerLine(health, inputs.serverUrl, inputs.autoStart)}`,
       `Backend: ${backend}`,
-      "Click to show the Tritonize output.",
     ].join("\n"),
-    warning: server === "failed" || server === "stopped" || (health?.reachable === false && !inputs.autoStart),
+    severity:
+      server === "failed" || server === "stopped"
+        ? "error"
+        : health?.reachable === false && !inputs.autoStart
+          ? "warning"
+          : "information",
+    busy: server === "starting" || (health?.reachable === true && health.conversions > 0),
   };
 }
 

@@ -24,10 +24,10 @@ describe("statusView", () => {
         "Language server: running (/w/.venv/bin/python)",
         "Model server: reachable at http://127.0.0.1:8765 (inductor on cpu)",
         "Backend: inductor",
-        "Click to show the Tritonize output.",
       ].join("\n"),
     );
-    assert.equal(view.warning, false);
+    assert.equal(view.severity, "information");
+    assert.equal(view.busy, false);
   });
 
   it("counts running conversions", () => {
@@ -36,6 +36,7 @@ describe("statusView", () => {
       health: { reachable: true, backend: "inductor", device: "cuda", conversions: 2 },
     });
     assert.equal(busy.text, "$(zap) Tritonize: inductor (2 running)");
+    assert.equal(busy.busy, true);
   });
 
   it("is calm about a model server that autoStart will start, and warns when nothing will", () => {
@@ -46,11 +47,11 @@ describe("statusView", () => {
       auto.tooltip,
       /not reachable at http:\/\/127\.0\.0\.1:8765 \(ECONNREFUSED\); it starts with the first conversion/,
     );
-    assert.equal(auto.warning, false);
+    assert.equal(auto.severity, "information");
     const manual = statusView({ ...down, autoStart: false });
     assert.equal(manual.text, "$(debug-disconnect) Tritonize: vllm");
     assert.match(manual.tooltip, /start it with `tritonize serve` or turn on tritonize\.autoStart/);
-    assert.equal(manual.warning, true);
+    assert.equal(manual.severity, "warning");
   });
 
   it("shows a starting and a failed language server", () => {
@@ -58,9 +59,10 @@ describe("statusView", () => {
       statusView({ ...base, server: "starting", health: undefined }).text,
       "$(loading~spin) Tritonize: vllm",
     );
+    assert.equal(statusView({ ...base, server: "starting", health: undefined }).busy, true);
     const failed = statusView({ ...base, server: "failed", health: undefined });
     assert.equal(failed.text, "$(error) Tritonize: vllm");
-    assert.equal(failed.warning, true);
+    assert.equal(failed.severity, "error");
     assert.match(failed.tooltip, /^Language server: failed/);
   });
 });

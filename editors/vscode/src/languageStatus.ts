@@ -1,5 +1,6 @@
-// The status bar item: language server state, model server reachable or not, backend; a click shows the output.
-// The model server's /health is polled while the window is open, and checked again after each command.
+// The language status item (beside the language mode, in Python files, where ruff and Pylance put theirs):
+// language server state, model server reachable or not, backend, and a link to the output. The model server's
+// /health is polled while the window is open, and checked again after each command.
 import * as vscode from "vscode";
 
 import { EXTENSION_COMMANDS } from "./commandIds";
@@ -7,8 +8,14 @@ import { checkHealth, statusView, type Health, type ServerState } from "./status
 
 const POLL_MS = 15_000;
 
-export class StatusBar implements vscode.Disposable {
-  private readonly item = vscode.window.createStatusBarItem("tritonize.status", vscode.StatusBarAlignment.Right, 100);
+const SEVERITY = {
+  information: vscode.LanguageStatusSeverity.Information,
+  warning: vscode.LanguageStatusSeverity.Warning,
+  error: vscode.LanguageStatusSeverity.Error,
+};
+
+export class LanguageStatus implements vscode.Disposable {
+  private readonly item = vscode.languages.createLanguageStatusItem("tritonize.status", { language: "python" });
   private readonly timer: NodeJS.Timeout;
   private server: ServerState = "stopped";
   private interpreter: string | undefined;
@@ -16,10 +23,9 @@ export class StatusBar implements vscode.Disposable {
 
   constructor() {
     this.item.name = "Tritonize";
-    this.item.command = EXTENSION_COMMANDS.showOutput;
+    this.item.command = { title: "Show Output", command: EXTENSION_COMMANDS.showOutput };
     this.timer = setInterval(() => void this.refresh(), POLL_MS);
     this.render();
-    this.item.show();
   }
 
   setServer(state: ServerState, interpreter: string | undefined): void {
@@ -53,7 +59,9 @@ export class StatusBar implements vscode.Disposable {
       interpreter: this.interpreter,
     });
     this.item.text = view.text;
-    this.item.tooltip = view.tooltip;
-    this.item.backgroundColor = view.warning ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
+    this.item.detail = view.tooltip.split("\n").slice(1).join("; ");
+    this.item.severity = SEVERITY[view.severity];
+    this.item.busy = view.busy;
+    this.item.accessibilityInformation = { label: view.tooltip };
   }
 }
