@@ -16,6 +16,7 @@ from typing import Any
 from lsprotocol import types
 
 from lsp_server import actions, auditing, commands, quick_fixes
+from lsp_server import code_lens as lenses
 from lsp_server import hover as hovering
 from lsp_server.errors import CommandError, ModelServerError
 from lsp_server.protocol import PatchedLanguageServer
@@ -111,6 +112,15 @@ async def code_action(ls: TritonizeServer, params: types.CodeActionParams) -> li
     found = quick_fixes.code_actions(snapshot, params.range)
     found += actions.editor_actions(snapshot, params.range.start.line)
     return [action for action in found if actions.wanted(action, params.context.only)]
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
+def code_lens(ls: TritonizeServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    """On the loop: "Convert to Triton" above each convertible definition (from the syntax tree alone)."""
+    uri = params.text_document.uri
+    if not ls.session.is_open(uri) or not ls.session.settings.code_lens:
+        return []
+    return lenses.code_lenses(ls.session.snapshot(uri))
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)

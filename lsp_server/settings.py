@@ -95,6 +95,7 @@ class Settings:
     placement: str = _setting("new_file", "placement", _one_of(PLACEMENTS))
     policy: str = _setting("strict", "policy", _one_of(POLICIES))
     compile_on_save: bool = _setting(True, "compileOnSave", _boolean)
+    code_lens: bool = _setting(True, "codeLens", _boolean)
     select: tuple[str, ...] = _setting((), "audit.select", _rule_prefixes)
     ignore: tuple[str, ...] = _setting((), "audit.ignore", _rule_prefixes)
     token: str | None = _setting(None, "token", _optional_text, secret=True)

@@ -56,6 +56,10 @@ step("verified")
 vim.cmd.edit(env.TRITONIZE_TASK)
 local task_buf = vim.api.nvim_get_current_buf()
 attached(task_buf)
+vim.wait(30000, function() return #vim.lsp.codelens.get(task_buf) > 0 end, 100)
+results.lenses = vim.tbl_map(function(lens)
+  return { line = lens.range.start.line, title = lens.command and lens.command.title }
+end, vim.lsp.codelens.get(task_buf))
 local before = table.concat(vim.api.nvim_buf_get_lines(task_buf, 0, -1, false), "\n")
 vim.api.nvim_win_set_cursor(0, { tonumber(env.TRITONIZE_LINE), 0 })
 tritonize.last_result = nil

@@ -122,5 +122,6 @@ def test_checkhealth_add_inputs_verify_report_and_cancel_in_a_real_neovim(model_
     assert results["report"][0] == "tritonize: verified" and any(
         "verdict" in line and "correct" in line for line in results["report"]
     )
+    assert {"line": line - 1, "title": "Convert to Triton"} in results["lenses"]
     assert results["cancelled"] is True and results["convert"]["status"] == "cancelled"
     assert results["unchanged"] and results["nothing_left"]

@@ -323,3 +323,54 @@ async def test_an_audit_of_text_that_changed_meanwhile_is_dropped(client: Langua
     first = await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     assert (first.uri, first.version) == (slow, 2), "the audit of the old text was published"
     assert sorted(d.code for d in first.diagnostics) == ["TRI101", "TRI203", "TRI203"]
+
+
+TORCH_TASK = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def scaled(x):
+    return x * 2.0
+
+
+def get_inputs():
+    return [torch.randn(8)]
+"""
+
+
+async def _lenses(client: LanguageClient, path, text: str) -> list[tuple[int, str, str]]:
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+    )
+    found = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    return [(lens.range.start.line, lens.command.title, lens.command.command) for lens in found or []]
+
+
+@pytest.mark.asyncio
+async def test_a_convert_code_lens_sits_above_each_convertible_definition_of_pytorch_code(
+    client: LanguageClient, tmp_path
+):
+    """The module class and the plain function, not the task's get_inputs; nothing in a file without torch; none
+    when the codeLens setting is off."""
+    lines = TORCH_TASK.splitlines()
+    expected = [
+        (lines.index("class Model(nn.Module):"), "Convert to Triton", "tritonize.convert"),
+        (lines.index("def scaled(x):"), "Convert to Triton", "tritonize.convert"),
+    ]
+    assert await _lenses(client, tmp_path / "task.py", TORCH_TASK) == expected
+    plain = TORCH_TASK.replace("import torch\nimport torch.nn as nn\n", "import numpy as np\n")
+    assert await _lenses(client, tmp_path / "plain.py", plain) == []
+    client.set_configuration({"codeLens": False}, section="tritonize")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    deadline = time.monotonic() + 30
+    while await _lenses(client, tmp_path / "again.py", TORCH_TASK):
+        assert time.monotonic() < deadline, "the codeLens setting was never read"
+        await asyncio.sleep(0.1)

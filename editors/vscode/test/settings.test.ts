@@ -42,6 +42,7 @@ describe("serverSettings", () => {
       policy: "strict",
       target: null,
       compileOnSave: true,
+      codeLens: true,
       audit: { select: [], ignore: [] },
     });
   });

@@ -14,6 +14,8 @@ M.defaults = {
   confirm = nil,
   -- Echo the server's progress reports ("round 1: candidate 3/8 incorrect (max err 0.2)").
   progress = true,
+  -- Show the server's "Convert to Triton" code lenses (refreshed on entering a buffer, leaving insert mode, saving).
+  codelens = true,
 }
 
 M.config = vim.deepcopy(M.defaults)
@@ -265,6 +267,16 @@ function M.setup(opts)
   vim.api.nvim_create_user_command("TritonizeReport", function()
     M.show_report()
   end, { desc = "Show the last conversion's or verification's report" })
+  if config.codelens then
+    vim.api.nvim_create_autocmd({ "LspAttach", "BufEnter", "InsertLeave", "BufWritePost" }, {
+      group = vim.api.nvim_create_augroup("tritonize_codelens", { clear = true }),
+      callback = function(args)
+        if client_for(args.buf) then
+          vim.lsp.codelens.refresh({ bufnr = args.buf })
+        end
+      end,
+    })
+  end
   if config.progress then
     vim.api.nvim_create_autocmd("LspProgress", {
       group = vim.api.nvim_create_augroup("tritonize_progress", { clear = true }),
