@@ -1,6 +1,7 @@
-// Where the editor's context-menu entries apply, from the text alone (no server round trip, so the menu opens at
-// once): Convert and Add example inputs on a function or class of a file that imports torch, Verify in a file
-// with a Triton kernel or a ModelNew. Pure, so it is unit-tested; contextKeys.ts keeps the editor's keys in step.
+// Where the editor's context-menu entries apply, from the file's text alone (no server round trip, and known
+// before the right-click: a key that followed the cursor would be set only after the menu had opened): Convert
+// and Add example inputs in a file that imports torch and defines a function or class, Verify in a file with a
+// Triton kernel or a ModelNew. Pure, so it is unit-tested; contextKeys.ts keeps the editor's keys in step.
 
 export interface Applicability {
   canConvert: boolean;
@@ -8,44 +9,13 @@ export interface Applicability {
 }
 
 const IMPORTS_TORCH = /^\s*(import torch\b|from torch\b)/m;
+const DEFINES = /^(async\s+def|def|class)\s+(?!get_inputs\b|get_init_inputs\b)\w/m;
 const TRITON_KERNEL = /^\s*@triton\.(jit|autotune|heuristics)\b|^\s*class ModelNew\b/m;
-const DEFINITION = /^(async\s+def|def|class)\s/;
-const MAX_LINES = 20000; // past this, the entries are shown and the server decides
+const MAX_CHARS = 2_000_000; // past this, the entries are shown and the server decides
 
-/** What applies at 0-based `line` of `text`. */
-export function applicability(text: string, line: number): Applicability {
-  const lines = text.split("\n");
-  if (lines.length > MAX_LINES) {
+export function applicability(text: string): Applicability {
+  if (text.length > MAX_CHARS) {
     return { canConvert: true, canVerify: true };
   }
-  return {
-    canConvert: IMPORTS_TORCH.test(text) && insideDefinition(lines, line),
-    canVerify: TRITON_KERNEL.test(text),
-  };
-}
-
-/** Whether `line` lies in a top-level `def` or `class` (its decorators included). */
-function insideDefinition(lines: string[], line: number): boolean {
-  for (let index = Math.min(line, lines.length - 1); index >= 0; index--) {
-    const current = lines[index] ?? "";
-    if (current.trim() === "" || /^\s/.test(current) || current.startsWith("#")) {
-      continue;
-    }
-    if (DEFINITION.test(current)) {
-      return true;
-    }
-    return current.startsWith("@") && decorates(lines, index);
-  }
-  return false;
-}
-
-function decorates(lines: string[], decorator: number): boolean {
-  for (let index = decorator + 1; index < lines.length; index++) {
-    const current = lines[index] ?? "";
-    if (current.startsWith("@") || current.trim() === "") {
-      continue;
-    }
-    return DEFINITION.test(current);
-  }
-  return false;
+  return { canConvert: IMPORTS_TORCH.test(text) && DEFINES.test(text), canVerify: TRITON_KERNEL.test(text) };
 }

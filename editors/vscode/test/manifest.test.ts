@@ -40,9 +40,9 @@ describe("package.json", () => {
     assert.deepEqual(
       context.map((item) => item.when),
       [
-        "editorLangId == python && tritonize.canConvert",
-        "editorLangId == python && tritonize.canVerify",
-        "editorLangId == python && tritonize.canConvert",
+        "editorLangId == python && resourcePath in tritonize.convertible",
+        "editorLangId == python && resourcePath in tritonize.verifiable",
+        "editorLangId == python && resourcePath in tritonize.convertible",
       ],
     );
   });
