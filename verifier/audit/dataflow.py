@@ -18,10 +18,9 @@ REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cump
 # Lanes a masked tl.load without other= leaves out: Triton's NVIDIA lowering sets them to 0 (the language leaves
 # them undefined). The tag says what became of that 0 on the way: kept (plain), kept and known >= 0 (nonneg,
 # through abs), moved off 0 (exp: 0 -> 1; moved: log, division, powers; shifted: `x - mean`, which an exp after
-# it makes an exp), or multiplied by something (scaled:
-# what the lanes hold is then unknown, whatever follows). After `#`, the axes (counted from the right, as Triton
-# broadcasts) along which the load's mask varies: a reduction along any other axis never mixes masked lanes with
-# loaded ones. "?" is any axis.
+# it makes an exp), or multiplied by something (scaled: what the lanes hold is then unknown, whatever follows).
+# After `#`, the axes (counted from the right, as Triton broadcasts) along which the load's mask varies: a
+# reduction along any other axis never mixes masked lanes with loaded ones. "?" is any axis.
 MASKED = "masked_no_other_"
 AXIS = "ax:"  # an axis the expression varies along (from the right); "ax:?" where that is unknown
 ANY_AXIS = "?"
@@ -288,7 +287,7 @@ class KernelFlow:
             pointer = self.tags(call.args[0], depth + 1) if call.args else frozenset()
             mask_axes = {t for t in self.tags(mask, depth + 1) if t.startswith(AXIS)} if mask is not None else set()
             tags = {"load"} | {t for t in pointer if t.startswith(("param:", AXIS))} | mask_axes
-            if mask is not None and not has_other and "block_ptr" not in pointer:
+            if mask is not None and not is_none(mask) and not has_other and "block_ptr" not in pointer:
                 axes = ",".join(sorted(t[len(AXIS) :] for t in mask_axes))
                 tags.add(f"{MASKED}plain@{location(call)}#{axes}")
             return frozenset(tags)
@@ -308,15 +307,6 @@ def _masked_as(tags: frozenset[str], kind: str, kinds: set[str]) -> frozenset[st
             tag = f"{MASKED}{kind}@{where}"
         changed.add(tag)
     return frozenset(changed)
-
-
-def masked_lanes(tags: frozenset[str]) -> dict[str, str]:
-    """`load location -> kind` for each masked load without `other=` whose lanes reach these tags."""
-    found: dict[str, str] = {}
-    for tag in tags:
-        if tag.startswith(MASKED):
-            found = _merged(found, tag)
-    return found
 
 
 def _merged(found: dict[str, str], tag: str) -> dict[str, str]:

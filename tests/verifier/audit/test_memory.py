@@ -250,3 +250,12 @@ def test_an_inclusive_bound_on_a_size_is_one_past_the_end():
     assert finding.severity == "warning"
     assert "TRI204" not in rules(body.replace("offs <= n_elements", "offs <= n_elements - 1"))
     assert "TRI204" not in rules(body.replace("offs <= n_elements", "offs < n_elements"))
+
+
+def test_none_is_no_mask_and_no_other():
+    """`mask=None` loads every lane (nothing is masked); `other=None` is Triton's default, no value for them."""
+    assert "TRI202" not in rules(MASKED_SUM.replace("mask=offs < n)", "mask=None)"))
+    [finding] = [
+        f for f in audit(MASKED_SUM.replace("mask=offs < n)", "mask=offs < n, other=None)")) if f.rule == "TRI202"
+    ]
+    assert finding.severity == "warning"
