@@ -10,11 +10,21 @@ from __future__ import annotations
 import ast
 
 from verifier.audit import budget
-from verifier.audit.ranks import AXIS_UNKNOWN, SCANS, Ranks, axis_of, is_full_slice, is_none, keeps_dims
+from verifier.audit.ranks import (
+    ALONG_AXIS,
+    AXIS_UNKNOWN,
+    SCANS,
+    Ranks,
+    axis_of,
+    is_full_slice,
+    is_none,
+    keeps_dims,
+    operand_of,
+)
 from verifier.audit.reaching import reaching_definitions
 from verifier.audit.source_index import CHILD_FIELDS, Kernel, SourceIndex, child_nodes
 
-REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "cumsum", "cumprod", "xor_sum", "associative_scan"}
+REDUCTIONS = ALONG_AXIS | SCANS
 # Lanes a masked tl.load without other= leaves out: Triton's NVIDIA lowering sets them to 0 (the language leaves
 # them undefined). The tag says what became of that 0 on the way: kept (plain), kept and known >= 0 (nonneg,
 # through abs), moved off 0 (exp: 0 -> 1; moved: log, division, powers; shifted: `x - mean`, which an exp after
@@ -256,8 +266,8 @@ class KernelFlow:
         if function == "arange":
             return inner | {"arange", f"{AXIS}-1"}
         name = call_name(self.index, call)
-        if name in REDUCTIONS or name in SCANS:
-            operand = call.args[0] if function and call.args else getattr(call.func, "value", None)
+        if name in REDUCTIONS:
+            operand = operand_of(self.index, call)
             if operand is not None:
                 return self._reduction_tags(call, name, operand, inner)
         if name == "trans":

@@ -7,6 +7,7 @@ import re
 
 from verifier.audit.collector import Collector
 from verifier.audit.dataflow import REDUCTIONS, KernelFlow, call_name, keyword, location
+from verifier.audit.ranks import operand_of
 from verifier.audit.source_index import Kernel, SourceIndex, constexpr_guarded
 
 SIZE_NAME = re.compile(r"n|N|M|K|numel|size|length|count|\w*_?(numel|elements|size|len|length|count|cols|rows)")
@@ -92,7 +93,7 @@ def _masked_garbage(index: SourceIndex, kernel: Kernel, flow: KernelFlow, out: C
             continue
         if call_name(index, node) not in REDUCTIONS:
             continue
-        operand = node.args[0] if node.args else (node.func.value if isinstance(node.func, ast.Attribute) else None)
+        operand = operand_of(index, node)
         if operand is None:
             continue
         for key, kind in flow.mixed_lanes(node, operand).items():

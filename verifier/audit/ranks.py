@@ -12,7 +12,8 @@ from verifier.audit import budget
 from verifier.audit.source_index import Kernel, SourceIndex
 
 ALONG_AXIS = {"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum"}
-SCANS = {"cumsum", "cumprod", "associative_scan", "sort", "flip"}
+SCANS = {"cumsum", "cumprod", "associative_scan"}
+SAME_RANK = {"to", "trans", "permute", "abs", "exp", "exp2", "log", "sqrt", "rsqrt", "sigmoid", "sort", "flip"}
 SHAPED = {"zeros", "full", "empty", "ones", "broadcast_to", "reshape", "view", "zeros_like"}
 SCALARS = {"program_id", "num_programs", "cdiv", "multiple_of", "max_contiguous", "static_range"}
 MAX_DEPTH = 60
@@ -80,7 +81,7 @@ class Ranks:
         function = self.index.tl_function(call)
         method = call.func.attr if function is None and isinstance(call.func, ast.Attribute) else None
         name = function or method
-        operand = call.func.value if method else (call.args[0] if call.args else None)
+        operand = operand_of(self.index, call)
         args = call.args if function else [operand, *call.args]
         if name in SCALARS:
             return 0
@@ -92,7 +93,7 @@ class Ranks:
             return len(args[0].elts)
         if name in ALONG_AXIS:
             return _reduced_rank(self.of(operand, depth + 1), axis_of(call, method is not None), keeps_dims(call))
-        if name in SCANS or name in {"to", "trans", "permute", "abs", "exp", "exp2", "log", "sqrt", "rsqrt", "sigmoid"}:
+        if name in SCANS or name in SAME_RANK:
             return self.of(operand, depth + 1)
         if name in {"dot", "load", "store", "where", "maximum", "minimum", "clamp", "rand", "randn", "fma", "cast"}:
             return _largest(
@@ -105,6 +106,13 @@ class Ranks:
 
 
 AXIS_UNKNOWN = "unknown"
+
+
+def operand_of(index: SourceIndex, call: ast.Call) -> ast.expr | None:
+    """The tensor a call acts on: `x` of `tl.sum(x, 0)` and of the method form `x.sum(0)`."""
+    if index.tl_function(call) is None and isinstance(call.func, ast.Attribute):
+        return call.func.value
+    return call.args[0] if call.args else None
 
 
 def axis_of(call: ast.Call, method: bool) -> int | str | None:

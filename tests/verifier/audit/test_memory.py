@@ -259,3 +259,9 @@ def test_none_is_no_mask_and_no_other():
         f for f in audit(MASKED_SUM.replace("mask=offs < n)", "mask=offs < n, other=None)")) if f.rule == "TRI202"
     ]
     assert finding.severity == "warning"
+
+
+def test_the_method_form_of_a_reduction_reads_its_tensor_not_its_axis():
+    """`x.max(0)`: the tensor is the receiver; the positional 0 is the axis (it was once read as the operand)."""
+    [finding] = [f for f in audit(MASKED_SUM.replace("tl.sum(x, axis=0)", "x.max(0)")) if f.rule == "TRI202"]
+    assert finding.severity == "error"
