@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import ast
-
 from lsprotocol import types
 
 from lsp_server import task_source
@@ -20,13 +18,8 @@ def code_lenses(snapshot: Snapshot) -> list[types.CodeLens]:
     if tree is None or not task_source.uses_torch(tree):
         return []
     lenses = []
-    for node in tree.body:
-        if not isinstance(node, ast.FunctionDef | ast.ClassDef):
-            continue
-        target = task_source.target_at(tree, node.lineno)
-        if target is None:
-            continue
-        line = node.lineno - 1
+    for target in task_source.targets(tree):
+        line = target.node.lineno - 1
         here = types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0))
         arguments = [{"uri": snapshot.uri, "line": line}]
         command = types.Command(title=TITLE, command=CONVERT, arguments=arguments)

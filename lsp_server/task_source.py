@@ -39,17 +39,20 @@ def parse(source: str) -> ast.Module | None:
 
 def target_at(tree: ast.Module, line: int) -> Target | None:
     """The convertible definition holding 1-based `line`: a module class with forward, or a plain function."""
+    return next((t for t in targets(tree) if t.line <= line <= t.end_line), None)
+
+
+def targets(tree: ast.Module) -> list[Target]:
+    """Every convertible top-level definition, in order."""
+    found = []
     for node in tree.body:
-        if not isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            continue
-        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-        if not start <= line <= (node.end_lineno or node.lineno):
-            continue
+        start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        end = node.end_lineno or node.lineno
         if isinstance(node, ast.ClassDef) and _forward(node) and node.name != "ModelNew":
-            return Target(node.name, "module", start, node.end_lineno or node.lineno, node)
-        if isinstance(node, ast.FunctionDef) and not node.decorator_list and node.name not in _TASK_HOOKS:
-            return Target(node.name, "function", start, node.end_lineno or node.lineno, node)
-    return None
+            found.append(Target(node.name, "module", start, end, node))
+        elif isinstance(node, ast.FunctionDef) and not node.decorator_list and node.name not in _TASK_HOOKS:
+            found.append(Target(node.name, "function", start, end, node))
+    return found
 
 
 def target_named(tree: ast.Module | None, name: str) -> Target | None:

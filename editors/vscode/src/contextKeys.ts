@@ -31,8 +31,6 @@ export function watchContextKeys(context: vscode.ExtensionContext): void {
   };
   context.subscriptions.push(
     vscode.workspace.onDidOpenTextDocument(update),
-    vscode.workspace.onDidSaveTextDocument(update),
-    vscode.window.onDidChangeActiveTextEditor((editor) => editor && update(editor.document)),
     vscode.workspace.onDidChangeTextDocument(({ document }) => {
       clearTimeout(timers.get(document.uri.fsPath));
       timers.set(
