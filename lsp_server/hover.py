@@ -1,5 +1,6 @@
-"""Hover on a finding: its message, then its rule explained (what it finds, why it matters, the fix), as
-`tritonize rule` prints it."""
+"""Hover on a finding: its rule explained (what it finds, why it matters, the fix), as `tritonize rule` prints
+it. The finding's own message is not repeated: the editor already shows it (VS Code in the same hover, Neovim in
+its diagnostic float)."""
 
 from __future__ import annotations
 
@@ -11,22 +12,21 @@ from verifier import UnknownRule, explain_rule
 
 
 def hover(snapshot: Snapshot, position: types.Position) -> types.Hover | None:
-    """The explanation of each finding whose range holds `position` (None where there is none)."""
-    parts: list[str] = []
+    """The explanation of each rule found at `position` (None where there is none)."""
+    explained: dict[str, str] = {}
     first: types.Range | None = None
     for finding in snapshot.findings:
         span = finding_range(snapshot, finding)
-        if not _holds(span, position):
+        if not _holds(span, position) or finding.rule in explained:
+            continue
+        try:
+            explained[finding.rule] = explain_rule(finding.rule).markdown()
+        except UnknownRule:
             continue
         first = first or span
-        try:
-            explanation = explain_rule(finding.rule).markdown()
-        except UnknownRule:
-            explanation = ""
-        parts.append(f"{finding.message}\n\n{explanation}".strip())
-    if not parts:
+    if not explained:
         return None
-    content = types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts))
+    content = types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(explained.values()))
     return types.Hover(contents=content, range=first)
 
 

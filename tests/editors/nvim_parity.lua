@@ -52,7 +52,8 @@ results.report = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 vim.cmd("close")
 step("verified")
 
--- A conversion cancelled while Inductor compiles: the result says so and the buffer is left as it was.
+-- A conversion cancelled while Inductor compiles: the compile stops, the result says so and the buffer is left
+-- as it was.
 vim.cmd.edit(env.TRITONIZE_TASK)
 local task_buf = vim.api.nvim_get_current_buf()
 attached(task_buf)
@@ -63,9 +64,15 @@ end, vim.lsp.codelens.get(task_buf))
 local before = table.concat(vim.api.nvim_buf_get_lines(task_buf, 0, -1, false), "\n")
 vim.api.nvim_win_set_cursor(0, { tonumber(env.TRITONIZE_LINE), 0 })
 tritonize.last_result = nil
+local function captures()
+  return vim.trim(vim.fn.system({ "pgrep", "-f", "model_server.inductor.capture" }))
+end
 vim.cmd("TritonizeConvert")
-vim.wait(1500, function() return false end, 50)
+results.capture_running = vim.wait(60000, function() return captures() ~= "" end, 100)
 results.cancelled = tritonize.cancel()
+local cancelled_at = vim.uv.hrtime()
+results.capture_stopped = vim.wait(10000, function() return captures() == "" end, 50)
+results.capture_stop_seconds = (vim.uv.hrtime() - cancelled_at) / 1e9
 results.convert = tritonize.last_result
 vim.wait(3000, function() return false end, 100)
 results.unchanged = table.concat(vim.api.nvim_buf_get_lines(task_buf, 0, -1, false), "\n") == before

