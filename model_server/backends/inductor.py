@@ -17,7 +17,7 @@ from model_server.backends.base import BackendError, Batch, Generated, Generatio
 from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, rewrite, uses_library
 from verifier import cache_dir, default_memory_limit, inductor_cache_dir, run_isolated
 
-CAPTURE_FORMAT = 6  # bump when what `capture` records changes, so cached captures are made again
+CAPTURE_FORMAT = 7  # bump when what `capture` records changes, so cached captures are made again
 # Inductor compiles in a pool of 16 worker processes by default, started while it imports: for the few kernels
 # of a compile without autotuning, starting that pool costs more than it saves (H100 box, 2026-11-23: 30 s ->
 # 19 s per default-mode capture). Autotuning a dozen template configurations needs it (43 s -> 68 s without).
@@ -35,6 +35,7 @@ TF32X3_TILES = (
     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4},
 )
 IEEE_TILE = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
+TEMPLATES_TF32X3 = "Inductor max-autotune Triton templates, tf32x3"
 # Convolution templates have no tile the variants set, so a convolution's keep Inductor's autotuning (and its pool).
 CONVOLUTION = re.compile(r"\b(?:conv(?:_transpose)?[123]d|Conv(?:Transpose)?[123]d|convolution)\b")
 
@@ -261,8 +262,10 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
     if uses_library(templates):
         return [*hybrid, _Planned("templates", Variant("Inductor max-autotune + library call", hybrid=True))]
     tile = matmul_tile(templates)
-    if tile is None:
-        return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *hybrid]
+    if tile is None:  # a convolution template, at the configuration Inductor's autotuner chose
+        ieee = _Planned("templates", Variant("Inductor max-autotune Triton templates"))
+        tf32x3 = _Planned("templates", Variant(TEMPLATES_TF32X3, "tf32x3"), ieee.variant.label)
+        return [tf32x3, *hybrid, ieee]
     captured = _Planned("templates", Variant(f"Inductor max-autotune template, IEEE fp32, {_describe(tile)}"))
     if all(tile.get(key) == value for key, value in IEEE_TILE.items()):
         ieee, captured_if_other = captured, []

@@ -1,0 +1,90 @@
+"""The convolution decomposition of the templates capture: every transposed, dilated or 1-D convolution it
+rewrites computes what PyTorch's does (the same sums, the inserted zeros adding nothing), in eager and through
+Inductor; a convolution the templates take already is left to Inductor."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch._inductor.compile_fx import compile_fx
+
+from model_server.inductor.convolutions import convolution, decompositions
+
+# (spatial input size, in, out, kernel, stride, padding, output_padding, dilation, groups)
+TRANSPOSED = [
+    ((9,), 4, 6, (3,), (1,), (0,), (0,), (1,), 1),
+    ((11,), 4, 6, (3,), (2,), (1,), (1,), (2,), 2),
+    ((7, 9), 4, 6, (3, 5), (1, 1), (1, 2), (0, 0), (1, 1), 1),
+    ((6, 8), 8, 4, (3, 5), (2, 3), (1, 2), (1, 2), (2, 1), 4),
+    ((5, 7), 3, 5, (3, 3), (5, 5), (1, 1), (0, 0), (2, 2), 1),
+    ((6, 7), 2, 2, (2, 2), (1, 1), (2, 2), (0, 0), (1, 1), 1),  # padding past the kernel's reach: a crop
+    ((3, 4, 5), 8, 8, (3, 5, 7), (2, 2, 2), (1, 2, 3), (1, 1, 1), (1, 1, 1), 4),
+    ((4, 4, 4), 4, 6, (3, 3, 3), (2, 2, 2), (1, 1, 1), (0, 0, 0), (2, 2, 2), 1),
+]
+FORWARD = [  # dilated or 1-D
+    ((17,), 4, 6, (3,), (1,), (0,), (1,), 1),
+    ((33,), 4, 8, (3,), (3,), (2,), (4,), 2),
+    ((12, 14), 4, 6, (3, 5), (1, 2), (2, 4), (2, 3), 1),
+    ((7, 8, 9), 4, 4, (3, 3, 3), (1, 1, 1), (1, 1, 1), (2, 1, 2), 2),
+]
+
+
+def _transposed(size, c_in, c_out, kernel, stride, padding, output_padding, dilation, groups):
+    torch.manual_seed(0)
+    x = torch.randn(2, c_in, *size, dtype=torch.float64)
+    weight = torch.randn(c_in, c_out // groups, *kernel, dtype=torch.float64)
+    bias = torch.randn(c_out, dtype=torch.float64)
+    conv = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[len(size)]
+    expected = conv(x, weight, bias, stride, padding, output_padding, groups, dilation)
+    args = (x, weight, bias, stride, padding, dilation, True, output_padding, groups)
+    return args, expected
+
+
+def _forward(size, c_in, c_out, kernel, stride, padding, dilation, groups):
+    torch.manual_seed(0)
+    x = torch.randn(2, c_in, *size, dtype=torch.float64)
+    weight = torch.randn(c_out, c_in // groups, *kernel, dtype=torch.float64)
+    bias = torch.randn(c_out, dtype=torch.float64)
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[len(size)]
+    expected = conv(x, weight, bias, stride, padding, dilation, groups)
+    args = (x, weight, bias, stride, padding, dilation, False, [0] * len(size), groups)
+    return args, expected
+
+
+@pytest.mark.parametrize("case", TRANSPOSED, ids=str)
+def test_a_transposed_convolution_is_a_forward_one_of_the_spread_input(case):
+    args, expected = _transposed(*case)
+    got = convolution(*args)
+    assert got.shape == expected.shape
+    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", FORWARD, ids=str)
+def test_a_dilated_or_1d_convolution_is_an_undilated_2d_or_3d_one(case):
+    args, expected = _forward(*case)
+    torch.testing.assert_close(convolution(*args), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_convolution_the_templates_take_is_left_to_inductor():
+    args, _ = _forward((8, 8), 4, 6, (3, 3), (2, 2), (1, 1), (1, 1), 2)
+    assert convolution(*args) is NotImplemented
+
+
+def test_inductor_compiles_the_rewritten_convolutions_to_the_same_result():
+    """Through torch.compile with the table, as the templates capture does: the rewrite traces (static shapes,
+    no data-dependent op) and Inductor's code computes what eager does."""
+    for args, expected in [_transposed(*TRANSPOSED[3]), _transposed(*TRANSPOSED[6]), _forward(*FORWARD[1])]:
+        table = decompositions()
+        x, weight, bias, *rest = args
+
+        def conv(x, weight, bias):
+            return aten_convolution(x, weight, bias, *rest)
+
+        torch._dynamo.reset()
+        compiled = torch.compile(conv, backend=lambda gm, inputs: compile_fx(gm, inputs, decompositions=table))
+        torch.testing.assert_close(compiled(x, weight, bias), expected, rtol=1e-10, atol=1e-10)
+
+
+def aten_convolution(*args):
+    return torch.ops.aten.convolution.default(*args)
