@@ -5,18 +5,21 @@ convolution goes to cuDNN, so its candidate could only be a hybrid. The template
 Inductor this decomposition of `aten.convolution`, which rewrites such a convolution exactly, in fp32, as one
 the templates take:
 
-- transposed: a forward convolution of the input with zeros inserted between its elements (the stride), padded by
-  `dilation * (kernel - 1) - padding` (plus `output_padding` at the end), with the kernel flipped and its in and
-  out channels exchanged within each group;
+- transposed, stride 1: a forward convolution of the input padded by `dilation * (kernel - 1) - padding` (plus
+  `output_padding` at the end), with the kernel flipped and its in and out channels exchanged within each group;
+- transposed, strided: one such forward convolution per output phase (the outputs whose index plus padding is the
+  same modulo the stride), each with only the kernel taps that reach that phase, interleaved and cropped;
 - dilated: the kernel with zeros inserted between its taps, so the dilation is 1;
 - 1-D: the 2-D convolution of a height-1 image.
 
-The inserted zeros cost work (a transposed convolution of stride 2 does 4 times the 2-D multiplications), which the
-measured speed of the candidate shows; the verifier judges the result like any other.
+The zeros of a dilated kernel cost work (KernelBench's (5, 9) kernel dilated (2, 3): 5 times the multiplications),
+which the measured speed of the candidate shows; the verifier judges the result like any other.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 
 import torch
@@ -49,6 +52,8 @@ def convolution(
     output_padding = _spread(output_padding, dims)
     if not transposed and all(d == 1 for d in dilation) and dims in (2, 3):
         return NotImplemented
+    if transposed and any(step > 1 for step in stride):
+        return _by_phase(x, weight, bias, stride, padding, dilation, output_padding, groups)
     if transposed:
         x, weight, padding = _as_forward(x, weight, stride, padding, dilation, output_padding, groups)
         stride = [1] * dims
@@ -60,6 +65,72 @@ def convolution(
         )
         return flat.squeeze(2)
     return aten.convolution.default(x, weight, bias, stride, padding, [1] * dims, False, [0] * dims, groups)
+
+
+def _by_phase(x, weight, bias, stride, padding, dilation, output_padding, groups):
+    """A strided transposed convolution as one stride-1 forward convolution per output phase (the outputs whose
+    index plus padding is r modulo the stride), each with the kernel taps that reach that phase, interleaved and
+    cropped: no multiplication by an inserted zero."""
+    dims = len(stride)
+    kernel = weight.shape[2:]
+    sizes = x.shape[2:]
+    outputs = [
+        (sizes[a] - 1) * stride[a] - 2 * padding[a] + dilation[a] * (kernel[a] - 1) + output_padding[a] + 1
+        for a in range(dims)
+    ]
+    spans = [-(-(padding[a] + outputs[a]) // stride[a]) for a in range(dims)]  # phase outputs per axis
+    forward = _forward_weight(weight, groups)
+    phases = []
+    for phase in itertools.product(*(range(step) for step in stride)):
+        plans = [_phase_plan(phase[a], stride[a], dilation[a], kernel[a], sizes[a], spans[a]) for a in range(dims)]
+        phases.append(_phase(x, forward, plans, groups, spans))
+    stacked = torch.stack(phases, dim=2).reshape(x.shape[0], forward.shape[0], *stride, *spans)
+    order = [0, 1] + [axis for a in range(dims) for axis in (2 + dims + a, 2 + a)]
+    full = stacked.permute(order).reshape(x.shape[0], forward.shape[0], *(spans[a] * stride[a] for a in range(dims)))
+    for a in range(dims):
+        full = full.narrow(2 + a, padding[a], outputs[a])
+    if bias is not None:
+        full = full + bias.reshape(-1, *([1] * dims))
+    return full
+
+
+def _phase_plan(phase: int, step: int, dilation: int, size: int, length: int, span: int):
+    """For one axis and phase: (first tap, tap step, dilation, left pad, right pad) of the forward convolution that
+    gives the phase's `span` outputs, or None where no tap reaches the phase."""
+    taps = [k for k in range(size) if (k * dilation - phase) % step == 0]
+    if not taps:
+        return None
+    every = step // math.gcd(dilation, step)
+    spread = dilation // math.gcd(dilation, step)
+    reach = (taps[0] * dilation - phase) // step + (len(taps) - 1) * spread
+    return taps[0], every, spread, reach, span + spread * (len(taps) - 1) - length - reach
+
+
+def _phase(x, forward, plans, groups, spans):
+    """One phase's outputs: zeros where no tap reaches it, else a stride-1 forward convolution."""
+    if any(plan is None for plan in plans):
+        return x.new_zeros(x.shape[0], forward.shape[0], *spans)
+    taps = forward
+    pads: list[int] = []
+    for axis, (first, every, _, left, right) in enumerate(plans):
+        index = [slice(None)] * taps.dim()
+        index[2 + axis] = slice(first, None, every)
+        taps = taps[tuple(index)]
+        pads = [left, right, *pads]
+    taps = taps.flip(list(range(2, 2 + len(plans))))
+    padded = aten.constant_pad_nd.default(x, pads, 0.0)
+    spread = [plan[2] for plan in plans]
+    zeros = [0] * len(plans)
+    return aten.convolution.default(padded, taps, None, [1] * len(plans), zeros, spread, False, zeros, groups)
+
+
+def _forward_weight(weight: torch.Tensor, groups: int) -> torch.Tensor:
+    """A transposed convolution's weight (in, out / groups, ...) as a forward one's (out, in / groups, ...),
+    unflipped."""
+    channels_in, per_group_out = weight.shape[0], weight.shape[1]
+    kernel = weight.shape[2:]
+    grouped = weight.reshape(groups, channels_in // groups, per_group_out, *kernel).transpose(1, 2)
+    return grouped.reshape(groups * per_group_out, channels_in // groups, *kernel)
 
 
 def _as_forward(x, weight, stride, padding, dilation, output_padding, groups):
@@ -74,11 +145,7 @@ def _as_forward(x, weight, stride, padding, dilation, output_padding, groups):
         reach = dilation[axis] * (weight.shape[2 + axis] - 1) - padding[axis]
         pads += [reach, reach + output_padding[axis]]
     spread = aten.constant_pad_nd.default(spread, pads, 0.0)
-    channels_in, per_group_out = weight.shape[0], weight.shape[1]
-    kernel = weight.shape[2:]
-    grouped = weight.reshape(groups, channels_in // groups, per_group_out, *kernel).transpose(1, 2)
-    forward = grouped.reshape(groups * per_group_out, channels_in // groups, *kernel)
-    return spread, forward.flip(list(range(2, 2 + dims))), [0] * dims
+    return spread, _forward_weight(weight, groups).flip(list(range(2, 2 + dims))), [0] * dims
 
 
 def _dilated(weight: torch.Tensor, dilation: Sequence[int]) -> torch.Tensor:

@@ -21,6 +21,8 @@ TRANSPOSED = [
     ((6, 7), 2, 2, (2, 2), (1, 1), (2, 2), (0, 0), (1, 1), 1),  # padding past the kernel's reach: a crop
     ((3, 4, 5), 8, 8, (3, 5, 7), (2, 2, 2), (1, 2, 3), (1, 1, 1), (1, 1, 1), 4),
     ((4, 4, 4), 4, 6, (3, 3, 3), (2, 2, 2), (1, 1, 1), (0, 0, 0), (2, 2, 2), 1),
+    ((10,), 3, 3, (4,), (3,), (2,), (2,), (2,), 1),  # stride and dilation coprime: every phase has taps
+    ((5, 6), 4, 4, (2, 3), (4, 1), (0, 1), (3, 0), (1, 1), 2),  # stride past the kernel: phases with no tap
 ]
 FORWARD = [  # dilated or 1-D
     ((17,), 4, 6, (3,), (1,), (0,), (1,), 1),
@@ -53,7 +55,7 @@ def _forward(size, c_in, c_out, kernel, stride, padding, dilation, groups):
 
 
 @pytest.mark.parametrize("case", TRANSPOSED, ids=str)
-def test_a_transposed_convolution_is_a_forward_one_of_the_spread_input(case):
+def test_a_transposed_convolution_is_forward_ones_of_the_padded_input(case):
     args, expected = _transposed(*case)
     got = convolution(*args)
     assert got.shape == expected.shape
@@ -71,19 +73,28 @@ def test_a_convolution_the_templates_take_is_left_to_inductor():
     assert convolution(*args) is NotImplemented
 
 
-def test_inductor_compiles_the_rewritten_convolutions_to_the_same_result():
+@pytest.mark.parametrize(
+    "made",
+    [
+        lambda: _transposed(*TRANSPOSED[2]),
+        lambda: _transposed(*TRANSPOSED[3]),
+        lambda: _transposed(*TRANSPOSED[6]),
+        lambda: _forward(*FORWARD[1]),
+    ],
+    ids=["transposed, stride 1", "transposed 2-D, strided, grouped", "transposed 3-D, strided", "1-D, dilated"],
+)
+def test_inductor_compiles_the_rewritten_convolutions_to_the_same_result(made):
     """Through torch.compile with the table, as the templates capture does: the rewrite traces (static shapes,
     no data-dependent op) and Inductor's code computes what eager does."""
-    for args, expected in [_transposed(*TRANSPOSED[3]), _transposed(*TRANSPOSED[6]), _forward(*FORWARD[1])]:
-        table = decompositions()
-        x, weight, bias, *rest = args
+    (x, weight, bias, *rest), expected = made()
+    table = decompositions()
 
-        def conv(x, weight, bias):
-            return aten_convolution(x, weight, bias, *rest)
+    def conv(x, weight, bias):
+        return aten_convolution(x, weight, bias, *rest)
 
-        torch._dynamo.reset()
-        compiled = torch.compile(conv, backend=lambda gm, inputs: compile_fx(gm, inputs, decompositions=table))
-        torch.testing.assert_close(compiled(x, weight, bias), expected, rtol=1e-10, atol=1e-10)
+    torch._dynamo.reset()
+    compiled = torch.compile(conv, backend=lambda gm, inputs: compile_fx(gm, inputs, decompositions=table))
+    torch.testing.assert_close(compiled(x, weight, bias), expected, rtol=1e-10, atol=1e-10)
 
 
 def aten_convolution(*args):

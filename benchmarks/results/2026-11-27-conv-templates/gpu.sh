@@ -19,7 +19,7 @@ case $1 in
   published) $CONVERT $PUBLISHED conv2d --json $OUT/published.json > $OUT/published.txt 2>&1; tail -12 $OUT/published.txt ;;
   kb1) $CONVERT .kb/57_* .kb/64_* .kb/67_* .kb/74_* .kb/78_* .kb/80_* --json $OUT/kb1.json > $OUT/kb1.txt 2>&1
        tail -12 $OUT/kb1.txt ;;
-  kb2) $CONVERT .kb/61_* .kb/73_* .kb/76_* .kb/79_* .kb/81_* .kb/65_* --json $OUT/kb2.json > $OUT/kb2.txt 2>&1
+  kb2) $CONVERT .kb/73_* .kb/79_* .kb/81_* .kb/77_* .kb/65_* .kb/72_* --json $OUT/kb2.json > $OUT/kb2.txt 2>&1
        tail -12 $OUT/kb2.txt ;;
   tests) timeout 560 python3 -m pytest -q -m gpu -p no:cacheprovider tests/model_server/test_inductor_backend.py \
            tests/model_server/test_loop.py tests/model_server/test_convolutions.py > $OUT/tests.log 2>&1; tail -15 $OUT/tests.log ;;
