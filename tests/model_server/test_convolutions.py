@@ -23,11 +23,15 @@ TRANSPOSED = [
     ((4, 4, 4), 4, 6, (3, 3, 3), (2, 2, 2), (1, 1, 1), (0, 0, 0), (2, 2, 2), 1),
     ((10,), 3, 3, (4,), (3,), (2,), (2,), (2,), 1),  # stride and dilation coprime: every phase has taps
     ((5, 6), 4, 4, (2, 3), (4, 1), (0, 1), (3, 0), (1, 1), 2),  # stride past the kernel: phases with no tap
+    ((20,), 4, 6, (5,), (1,), (0,), (0,), (3,), 2),  # stride 1, dilated: forward phases
 ]
 FORWARD = [  # dilated or 1-D
     ((17,), 4, 6, (3,), (1,), (0,), (1,), 1),
-    ((33,), 4, 8, (3,), (3,), (2,), (4,), 2),
+    ((33,), 4, 8, (3,), (3,), (2,), (4,), 2),  # dilated and strided: the kernel spread with zeros
     ((12, 14), 4, 6, (3, 5), (1, 2), (2, 4), (2, 3), 1),
+    ((12, 14), 4, 6, (3, 5), (2, 1), (2, 4), (1, 3), 2),  # strided along one axis, dilated along the other
+    ((16, 19), 4, 6, (5, 9), (1, 1), (2, 4), (2, 3), 1),  # KernelBench 80's kernel, smaller
+    ((9, 10), 2, 2, (3, 2), (1, 1), (0, 5), (4, 3), 1),  # padding past the kernel's reach, an odd phase count
     ((7, 8, 9), 4, 4, (3, 3, 3), (1, 1, 1), (1, 1, 1), (2, 1, 2), 2),
 ]
 
@@ -80,8 +84,15 @@ def test_a_convolution_the_templates_take_is_left_to_inductor():
         lambda: _transposed(*TRANSPOSED[3]),
         lambda: _transposed(*TRANSPOSED[6]),
         lambda: _forward(*FORWARD[1]),
+        lambda: _forward(*FORWARD[4]),
     ],
-    ids=["transposed, stride 1", "transposed 2-D, strided, grouped", "transposed 3-D, strided", "1-D, dilated"],
+    ids=[
+        "transposed, stride 1",
+        "transposed 2-D, strided, grouped",
+        "transposed 3-D, strided",
+        "1-D, dilated",
+        "2-D, dilated by phase",
+    ],
 )
 def test_inductor_compiles_the_rewritten_convolutions_to_the_same_result(made):
     """Through torch.compile with the table, as the templates capture does: the rewrite traces (static shapes,

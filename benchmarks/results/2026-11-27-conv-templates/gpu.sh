@@ -3,6 +3,7 @@
 #   capture    golden captures of the published convolution tasks that changed (copied to $OUT/fixtures)
 #   published  convert_inductor.py on those published tasks
 #   kb1, kb2   convert_inductor.py on KernelBench level 1 convolution problems (a clone's files, carried in .kb/)
+#   dilated    the dilated ones again, after the dilation phases
 #   tests      the GPU tests of the inductor backend and the loop
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null; export PYTHONPATH=/tmp/site:$PWD
@@ -21,6 +22,8 @@ case $1 in
        tail -12 $OUT/kb1.txt ;;
   kb2) $CONVERT .kb/73_* .kb/79_* .kb/81_* .kb/77_* .kb/65_* .kb/72_* --json $OUT/kb2.json > $OUT/kb2.txt 2>&1
        tail -12 $OUT/kb2.txt ;;
+  dilated) $CONVERT conv2d_dilated .kb/80_* .kb/74_* .kb/76_* --json $OUT/dilated.json > $OUT/dilated.txt 2>&1
+       tail -12 $OUT/dilated.txt ;;
   tests) timeout 560 python3 -m pytest -q -m gpu -p no:cacheprovider tests/model_server/test_inductor_backend.py \
            tests/model_server/test_loop.py tests/model_server/test_convolutions.py > $OUT/tests.log 2>&1; tail -15 $OUT/tests.log ;;
 esac
