@@ -304,6 +304,23 @@ def test_on_a_gpu_a_long_k_matmul_converts_to_an_all_triton_tf32x3_template(tmp_
     assert "template" in outcome.best.label
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["conv_transpose_strided", "conv1d_dilated"])
+def test_on_a_gpu_a_convolution_the_templates_did_not_take_gets_verified_triton_templates(tmp_path, name):
+    """A strided transposed convolution (by output phase) and a dilated 1-D one (by phase, as 2-D) become
+    convolutions Inductor's templates take: their template candidates, IEEE and tf32x3, are all Triton and
+    correct, where before the only candidate was cuDNN's."""
+    task = FIXTURES / "gpu" / f"{name}.py"
+    request = ConvertRequest(task=task.read_text(), task_name=name, samples=4, rounds=1, trials=2)
+    with VerifierPool(size=2, device="cuda") as gpu:
+        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
+    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    templates = [a for a in outcome.attempts if a.label.startswith("Inductor max-autotune Triton templates")]
+    assert len(templates) == 2 and all(a.report.verdict == "correct" for a in templates), verdicts
+    assert all(a.policy == "strict" and "extern_kernels" not in a.source for a in templates), verdicts
+
+
 @pytest.mark.parametrize(
     "templates",
     [
