@@ -17,7 +17,7 @@ from model_server.backends.base import BackendError, Batch, Generated, Generatio
 from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, rewrite, uses_library
 from verifier import cache_dir, default_memory_limit, inductor_cache_dir, run_isolated
 
-CAPTURE_FORMAT = 9  # bump when what `capture` records changes, so cached captures are made again
+CAPTURE_FORMAT = 10  # bump when what `capture` records changes, so cached captures are made again
 # Inductor compiles in a pool of 16 worker processes by default, started while it imports: for the few kernels
 # of a compile without autotuning, starting that pool costs more than it saves (H100 box, 2026-11-23: 30 s ->
 # 19 s per default-mode capture). Autotuning a dozen template configurations needs it (43 s -> 68 s without).
@@ -112,19 +112,28 @@ class InductorBackend:
     # ------------------------------------------------------------ captures
 
     def _captures(self, request: GenerationRequest) -> Generator[Batch, None, tuple[dict[str, dict], list[Generated]]]:
-        """Inductor's output for each mode this device has, run in parallel, each from the cache if it is there,
-        and the candidates handed over early (the generator's return value). The templates compile is stopped as
-        soon as the default one shows no library call (it would only hold CPUs and GPU memory that verification
-        needs). While it runs on, the default capture's candidates that are sure to be among those returned are
-        yielded. A templates compile that fails (time, memory) leaves the default capture's candidates."""
-        modes = ["default", "templates"] if request.device == "cuda" else ["default"]
+        """Inductor's output, default and with templates, each from the cache if it is there, and the candidates
+        handed over early (the generator's return value). On a GPU the two compile in parallel and the templates
+        compile is stopped as soon as the default one shows no library call (it would only hold CPUs and GPU
+        memory that verification needs); on the CPU, where both are quick but share few cores, the templates
+        compile starts only once the default one shows a library call. While it runs, the default capture's
+        candidates that are sure to be among those returned are yielded. A templates compile that fails (time,
+        memory) leaves the default capture's candidates."""
         task_source = request.task.source.encode()
         unneeded = threading.Event()
-        with ThreadPoolExecutor(max_workers=len(modes)) as pool:
-            running = {mode: pool.submit(self._capture, request, task_source, mode, unneeded) for mode in modes}
+        with ThreadPoolExecutor(max_workers=2) as pool:
+
+            def start(mode: str) -> Future:
+                return pool.submit(self._capture, request, task_source, mode, unneeded)
+
+            running = {"default": start("default")}
+            if request.device == "cuda":
+                running["templates"] = start("templates")
             default = running["default"].result()
             if "error" not in default and not uses_library(default):
                 unneeded.set()
+            elif "templates" not in running:
+                running["templates"] = start("templates")
             templates = running.get("templates")
             handed = self._early_candidates(default, request) if templates is not None and not templates.done() else []
             if handed:
@@ -261,6 +270,8 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
         return hybrid
     if uses_library(templates):
         return [*hybrid, _Planned("templates", Variant("Inductor max-autotune + library call", hybrid=True))]
+    if templates.get("device") == "cpu":  # Triton's interpreter: no tensor cores, no timing to choose a tile by
+        return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *hybrid]
     tile = matmul_tile(templates)
     if tile is None:  # a convolution template, at the configuration Inductor's autotuner chose
         ieee = _Planned("templates", Variant("Inductor max-autotune Triton templates"))

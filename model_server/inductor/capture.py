@@ -87,7 +87,8 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
         inductor_config.max_autotune_conv_backends = "TRITON"
         inductor_config.conv_1x1_as_mm = True
         inductor_config.test_configs.max_mm_configs = configs
-        _convolutions_autotuned(inductor_config)
+        if device == "cuda":  # on the CPU nothing can time the configurations: every template takes the first
+            _convolutions_autotuned(inductor_config)
     imported = time.perf_counter()
     module = load_module(str(task), "task")
     with _out_of_memory_named(torch):

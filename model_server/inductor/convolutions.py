@@ -14,6 +14,9 @@ the templates take:
 - dilated and strided along one axis: the kernel with zeros inserted between its taps, so the dilation is 1 (those
   zeros cost multiplications, which the candidate's measured speed shows);
 - 1-D: the 2-D convolution of a height-1 image.
+
+On the CPU the bias is added after the convolution: Inductor peels it off there only on a GPU, and its conv
+template, which has no bias input, would drop it.
 """
 
 from __future__ import annotations
@@ -50,6 +53,11 @@ def convolution(
     dims = weight.dim() - 2
     stride, padding, dilation = _spread(stride, dims), _spread(padding, dims), _spread(dilation, dims)
     output_padding = _spread(output_padding, dims)
+    if bias is not None and x.device.type == "cpu":  # Inductor hands a CPU template the bias, which it drops
+        unbiased = aten.convolution.default(
+            x, weight, None, stride, padding, dilation, transposed, output_padding, groups
+        )
+        return unbiased + bias.reshape(-1, *([1] * dims))
     if not transposed and all(d == 1 for d in dilation) and dims in (2, 3):
         return NotImplemented
     if transposed and any(step > 1 for step in stride):

@@ -539,8 +539,8 @@ def _expression(value: ast.expr, hybrid: bool = False) -> str:
 def _not_triton(name: str, code: str) -> str:
     return (
         f"Inductor computes part of this task with `{name}` ({code}), a library call rather than a Triton kernel, "
-        "so the result would not be a Triton candidate (on a GPU the backend also tries Inductor's Triton "
-        "matmul templates, and offers a hybrid candidate that keeps the library call)"
+        "so the result would not be a Triton candidate (the backend also tries Inductor's Triton matmul and "
+        "convolution templates, and offers a hybrid candidate that keeps the library call)"
     )
 
 

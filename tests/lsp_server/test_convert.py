@@ -284,15 +284,16 @@ async def test_the_policy_setting_decides_whether_a_hybrid_kernel_verifies(clien
 @pytest.mark.slow
 @pytest.mark.asyncio
 async def test_convert_places_a_hybrid_kernel_only_under_the_hybrid_policy(client: LanguageClient, tmp_path):
-    """On a CPU, Inductor keeps a linear layer's matmul as a library call: its only kernel is hybrid."""
-    task = (ROOT / "tests" / "fixtures" / "hybrid" / "linear_relu.py").read_text()
-    uri = await _open(client, tmp_path / "linear_relu.py", task)
+    """Inductor keeps a float64 linear layer's matmul as a library call (its Triton templates take fp32, fp16 and
+    bf16 only): its only kernel is hybrid."""
+    task = (ROOT / "tests" / "fixtures" / "hybrid" / "linear_relu_float64.py").read_text()
+    uri = await _open(client, tmp_path / "linear_relu_float64.py", task)
     convert = (await _actions(client, uri, task.splitlines().index("class Model(nn.Module):")))[
         "Convert Model to Triton"
     ]
     refused = await _run(client, convert.command)
     assert refused["status"] == "not_correct" and 'set tritonize.policy to "hybrid"' in refused["message"]
-    assert client.applied == [] and not (tmp_path / "linear_relu_triton.py").exists()
+    assert client.applied == [] and not (tmp_path / "linear_relu_float64_triton.py").exists()
     client.set_configuration("hybrid", section="tritonize.policy")
     placed = await _run(client, convert.command)
     assert placed["status"] == "applied" and placed["report"]["policy"] == "hybrid", placed

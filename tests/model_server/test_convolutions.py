@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch._inductor.compile_fx import compile_fx
+from torch.fx.experimental.proxy_tensor import make_fx
 
 from model_server.inductor.convolutions import convolution, decompositions
 
@@ -73,8 +74,21 @@ def test_a_dilated_or_1d_convolution_is_an_undilated_2d_or_3d_one(case):
 
 
 def test_a_convolution_the_templates_take_is_left_to_inductor():
-    args, _ = _forward((8, 8), 4, 6, (3, 3), (2, 2), (1, 1), (1, 1), 2)
-    assert convolution(*args) is NotImplemented
+    x, weight, _, *rest = _forward((8, 8), 4, 6, (3, 3), (2, 2), (1, 1), (1, 1), 2)[0]
+    assert convolution(x, weight, None, *rest) is NotImplemented
+
+
+def test_on_the_cpu_no_convolution_reaches_inductor_with_a_bias():
+    """Inductor's conv template has no bias input, and on the CPU Inductor does not peel the bias off: traced with
+    the table, every convolution is bias-free and the bias is an add after it."""
+    args, expected = _forward((8, 8), 4, 6, (3, 3), (1, 1), (1, 1), (1, 1), 1)
+    x, weight, bias, *rest = args
+    traced = make_fx(lambda x, w, b: aten_convolution(x, w, b, *rest), decomposition_table=decompositions())(
+        x, weight, bias
+    )
+    convolutions = [node for node in traced.graph.nodes if node.target == torch.ops.aten.convolution.default]
+    assert convolutions and all(node.args[2] is None for node in convolutions)
+    torch.testing.assert_close(traced(x, weight, bias), expected, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize(

@@ -208,14 +208,15 @@ def test_convert_writes_the_verified_kernel_and_never_overwrites(tmp_path):
 
 @pytest.mark.slow
 def test_convert_writes_a_hybrid_only_under_the_hybrid_policy(tmp_path):
-    """On a CPU a train-mode batchnorm after a library matmul converts only to a hybrid: under the default policy
-    (strict, as for verify) nothing is written and stderr says how to accept it; `--policy hybrid` writes it."""
-    task = tmp_path / "linear_batchnorm_train.py"
-    shutil.copy(TASKS / "linear_batchnorm_train.py", task)
+    """A float64 linear layer converts only to a hybrid (Inductor's Triton matmul templates take fp32, fp16 and
+    bf16 only): under the default policy (strict, as for verify) nothing is written and stderr says how to accept
+    it; `--policy hybrid` writes it."""
+    task = tmp_path / "linear_relu_float64.py"
+    shutil.copy(FIXTURES / "hybrid" / "linear_relu_float64.py", task)
     strict = _tritonize("convert", str(task), "--device", "cpu", "--trials", "1", "--samples", "1", "--rounds", "1")
     assert strict.returncode == 1, strict.stderr
     assert "which the strict policy refuses; pass --policy hybrid to accept it" in strict.stderr
-    assert not (tmp_path / "linear_batchnorm_train_triton.py").exists()
+    assert not (tmp_path / "linear_relu_float64_triton.py").exists()
     hybrid = _tritonize(
         "convert",
         str(task),
@@ -231,7 +232,7 @@ def test_convert_writes_a_hybrid_only_under_the_hybrid_policy(tmp_path):
         "hybrid",
     )
     assert hybrid.returncode == 0, hybrid.stderr
-    assert "torch.addmm(" in (tmp_path / "linear_batchnorm_train_triton.py").read_text()
+    assert "torch.addmm(" in (tmp_path / "linear_relu_float64_triton.py").read_text()
 
 
 def test_convert_checks_out_before_anything_runs(tmp_path):
