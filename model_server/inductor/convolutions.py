@@ -63,8 +63,7 @@ def convolution(
     if transposed and any(step > 1 for step in stride):
         return _by_phase(x, weight, bias, stride, padding, dilation, output_padding, groups)
     if transposed:
-        x, weight, padding = _as_forward(x, weight, stride, padding, dilation, output_padding, groups)
-        stride = [1] * dims
+        x, weight, padding = _as_forward(x, weight, padding, dilation, output_padding, groups)
     if any(d != 1 for d in dilation) and all(st == 1 for st, d in zip(stride, dilation) if d != 1):
         return _dilated_by_phase(x, weight, bias, stride, padding, dilation, groups)
     if any(d != 1 for d in dilation):
@@ -176,19 +175,16 @@ def _forward_weight(weight: torch.Tensor, groups: int) -> torch.Tensor:
     return grouped.reshape(groups * per_group_out, channels_in // groups, *kernel)
 
 
-def _as_forward(x, weight, stride, padding, dilation, output_padding, groups):
-    """The input, weight and padding of the forward convolution (stride 1, same dilation) equal to the transposed
+def _as_forward(x, weight, padding, dilation, output_padding, groups):
+    """The input, weight and padding of the forward convolution (same dilation) equal to a stride-1 transposed
     one; a padding below zero crops the input."""
-    dims = len(stride)
-    spread = x
-    for axis, step in enumerate(stride):
-        spread = _spaced(spread, 2 + axis, step)
+    dims = len(padding)
     pads: list[int] = []
     for axis in reversed(range(dims)):  # constant_pad_nd takes the last dim first
         reach = dilation[axis] * (weight.shape[2 + axis] - 1) - padding[axis]
         pads += [reach, reach + output_padding[axis]]
-    spread = aten.constant_pad_nd.default(spread, pads, 0.0)
-    return spread, _forward_weight(weight, groups).flip(list(range(2, 2 + dims))), [0] * dims
+    padded = aten.constant_pad_nd.default(x, pads, 0.0)
+    return padded, _forward_weight(weight, groups).flip(list(range(2, 2 + dims))), [0] * dims
 
 
 def _dilated(weight: torch.Tensor, dilation: Sequence[int]) -> torch.Tensor:
