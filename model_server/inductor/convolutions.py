@@ -154,14 +154,15 @@ def _phase(x, forward, plans, groups, spans):
         return x.new_zeros(x.shape[0], forward.shape[0], *spans)
     taps = forward
     pads: list[int] = []
-    for axis, (first, every, _, left, right) in enumerate(plans):
+    spread: list[int] = []
+    for axis, (first, every, dilation, left, right) in enumerate(plans):
         index = [slice(None)] * taps.dim()
         index[2 + axis] = slice(first, None, every)
         taps = taps[tuple(index)]
         pads = [left, right, *pads]
+        spread.append(dilation)
     taps = taps.flip(list(range(2, 2 + len(plans))))
     padded = aten.constant_pad_nd.default(x, pads, 0.0)
-    spread = [plan[2] for plan in plans]
     zeros = [0] * len(plans)
     return aten.convolution.default(padded, taps, None, [1] * len(plans), zeros, spread, False, zeros, groups)
 

@@ -335,10 +335,7 @@ def _hover(page, finding, screenshot: Path) -> None:
     where = re.search(r"\[Ln (\d+), Col (\d+)\]", finding.inner_text())
     assert where, finding.inner_text()
     page.locator(".monaco-editor .view-lines").first.click()
-    page.keyboard.press("Control+G")
-    page.locator(".quick-input-widget input").wait_for(timeout=10_000)
-    page.keyboard.type(f"{where[1]}:{where[2]}")
-    page.keyboard.press("Enter")
+    _go_to(page, f"{where[1]}:{where[2]}")
     page.keyboard.press("Control+K")
     page.keyboard.press("Control+I")
     hover = page.locator(".monaco-hover", has_text="int32-offset-overflow")
@@ -387,11 +384,16 @@ def _open_context_menu(page, file: Path, line_text: str) -> None:
     line's middle, and the mouse over a finding opens its hover on top of the line."""
     _open(page, file.name)
     number = next(i for i, text in enumerate(file.read_text().splitlines(), 1) if text.startswith(line_text))
+    _go_to(page, str(number))
+    page.keyboard.press("Shift+F10")
+
+
+def _go_to(page, where: str) -> None:
+    """Move the cursor with Go to Line (Ctrl+G): `where` is "LINE" or "LINE:COLUMN"."""
     page.keyboard.press("Control+G")
     page.locator(".quick-input-widget input").wait_for(timeout=10_000)
-    page.keyboard.type(str(number))
+    page.keyboard.type(where)
     page.keyboard.press("Enter")
-    page.keyboard.press("Shift+F10")
 
 
 def _open(page, name: str) -> None:
