@@ -24,7 +24,7 @@ from pathlib import Path
 from model_server.api import ConvertRequest
 from model_server.backends import BackendConfig, create_backend
 from model_server.loop import ConvertError, Outcome, convert
-from verifier import Task, VerifierPool
+from verifier import Task, TaskError, VerifierPool
 
 TASKS = Path(__file__).resolve().parent / "tasks" / "published"
 HEADER = (
@@ -86,6 +86,8 @@ def _convert(path: Path, backend, pool: VerifierPool, options: dict) -> dict:
         outcome = convert(request, backend, pool, lambda e: phases.append((time.perf_counter(), e["text"])))
     except ConvertError as exc:
         return {"task": path.stem, "verdict": "refused", "error": str(exc), "seconds": time.perf_counter() - started}
+    except TaskError as exc:  # the task itself failed (its inputs did not fit beside the pool's other work)
+        return {"task": path.stem, "verdict": "error", "error": str(exc), "seconds": time.perf_counter() - started}
     row = {"task": path.stem, "seconds": time.perf_counter() - started, **_chosen(outcome)}
     row["events"] = [(round(at - started, 1), text) for at, text in phases]
     made = [at for at, text in row["events"] if f"{backend.name} made" in text and "still generating" not in text]

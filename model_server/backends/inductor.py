@@ -14,10 +14,10 @@ from importlib import metadata
 from pathlib import Path
 
 from model_server.backends.base import BackendError, Batch, Generated, GenerationRequest
-from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, rewrite, uses_library
+from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, rewrite, uses_dot, uses_library
 from verifier import cache_dir, default_memory_limit, inductor_cache_dir, run_isolated
 
-CAPTURE_FORMAT = 10  # bump when what `capture` records changes, so cached captures are made again
+CAPTURE_FORMAT = 11  # bump when what `capture` records changes, so cached captures are made again
 # Inductor compiles in a pool of 16 worker processes by default, started while it imports: for the few kernels
 # of a compile without autotuning, starting that pool costs more than it saves (H100 box, 2026-11-23: 30 s ->
 # 19 s per default-mode capture). Autotuning a dozen template configurations needs it (43 s -> 68 s without).
@@ -36,6 +36,7 @@ TF32X3_TILES = (
 )
 IEEE_TILE = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
 TEMPLATES_TF32X3 = "Inductor max-autotune Triton templates, tf32x3"
+LIBRARY_REWRITTEN = "Inductor, library ops rewritten as Triton"
 # Convolution templates have no tile the variants set, so a convolution's keep Inductor's autotuning (and its pool).
 CONVOLUTION = re.compile(r"\b(?:conv(?:_transpose)?[123]d|Conv(?:Transpose)?[123]d|convolution)\b")
 
@@ -270,6 +271,8 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
         return hybrid
     if uses_library(templates):
         return [*hybrid, _Planned("templates", Variant("Inductor max-autotune + library call", hybrid=True))]
+    if not uses_dot(templates):  # the library op was a pool, now Inductor's own pointwise or reduction Triton
+        return [_Planned("templates", Variant(LIBRARY_REWRITTEN)), *hybrid]
     if templates.get("device") == "cpu":  # Triton's interpreter: no tensor cores, no timing to choose a tile by
         return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *hybrid]
     tile = matmul_tile(templates)

@@ -72,7 +72,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
     from torch._inductor.graph import GraphLowering
     from torch._inductor.runtime import triton_helpers
 
-    from model_server.inductor import convolutions
+    from model_server.inductor.decompositions import templates_table
     from verifier import flatten, full_precision, load_module, seed_everything, trial_inputs
 
     full_precision()
@@ -102,7 +102,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
             raise CaptureError("forward must return a tensor or a tuple/list of tensors")
 
         graph_inputs: list[str] = []
-        table = convolutions.decompositions() if templates else None
+        table = templates_table() if templates else None
 
         def backend(gm, example_inputs):
             graph_inputs[:] = [_expression(node) for node in gm.graph.nodes if node.op == "placeholder"]

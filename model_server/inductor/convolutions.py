@@ -30,13 +30,6 @@ import torch
 aten = torch.ops.aten
 
 
-def decompositions() -> dict:
-    """The decomposition table to give `compile_fx`: Inductor's own, with convolution rewritten."""
-    from torch._inductor.decomposition import select_decomp_table
-
-    return {**select_decomp_table(), aten.convolution.default: convolution}
-
-
 def convolution(
     x: torch.Tensor,
     weight: torch.Tensor,

@@ -116,6 +116,11 @@ def uses_library(captured: dict) -> bool:
     return re.search(r"\b(extern_kernels|aten|torch\.ops)\.\w+", launcher) is not None
 
 
+def uses_dot(captured: dict) -> bool:
+    """Whether any of the capture's Triton kernels multiplies matrices (a matmul or convolution template)."""
+    return any("tl.dot(" in source for _, source in kernel_sources(captured["wrapper"]))
+
+
 def matmul_tile(captured: dict) -> dict | None:
     """The tile (BLOCK_M/N/K, GROUP_M, warps, stages) of the capture's first fp32 matmul template kernel."""
     examples = _example_arguments(ast.parse(captured["wrapper"]))
@@ -540,7 +545,8 @@ def _not_triton(name: str, code: str) -> str:
     return (
         f"Inductor computes part of this task with `{name}` ({code}), a library call rather than a Triton kernel, "
         "so the result would not be a Triton candidate (the backend also tries Inductor's Triton matmul and "
-        "convolution templates, and offers a hybrid candidate that keeps the library call)"
+        "convolution templates, with convolutions and pools that go to a library rewritten, and offers a hybrid "
+        "candidate that keeps the library call)"
     )
 
 

@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from torch._inductor.compile_fx import compile_fx
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from model_server.inductor.convolutions import convolution, decompositions
+from model_server.inductor.convolutions import convolution
+from model_server.inductor.decompositions import templates_table
 
 # (spatial input size, in, out, kernel, stride, padding, output_padding, dilation, groups)
 TRANSPOSED = [
@@ -83,7 +84,7 @@ def test_on_the_cpu_no_convolution_reaches_inductor_with_a_bias():
     the table, every convolution is bias-free and the bias is an add after it."""
     args, expected = _forward((8, 8), 4, 6, (3, 3), (1, 1), (1, 1), (1, 1), 1)
     x, weight, bias, *rest = args
-    traced = make_fx(lambda x, w, b: aten_convolution(x, w, b, *rest), decomposition_table=decompositions())(
+    traced = make_fx(lambda x, w, b: aten_convolution(x, w, b, *rest), decomposition_table=templates_table())(
         x, weight, bias
     )
     convolutions = [node for node in traced.graph.nodes if node.target == torch.ops.aten.convolution.default]
@@ -112,7 +113,7 @@ def test_inductor_compiles_the_rewritten_convolutions_to_the_same_result(made):
     """Through torch.compile with the table, as the templates capture does: the rewrite traces (static shapes,
     no data-dependent op) and Inductor's code computes what eager does."""
     (x, weight, bias, *rest), expected = made()
-    table = decompositions()
+    table = templates_table()
 
     def conv(x, weight, bias):
         return aten_convolution(x, weight, bias, *rest)

@@ -221,7 +221,6 @@ def test_forward_refuses_shapes_and_scalars_other_than_the_examples(pool, tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 @pytest.mark.parametrize("name", ["conv_transpose_strided", "conv1d_dilated"])
 def test_on_the_cpu_a_convolution_becomes_a_triton_template_that_verifies(pool, tmp_path, name):
     """A strided transposed convolution (by output phase) and a dilated 1-D one (by phase, as 2-D), with a bias
@@ -232,6 +231,22 @@ def test_on_the_cpu_a_convolution_becomes_a_triton_template_that_verifies(pool, 
     assert template.label == "Inductor max-autotune Triton templates" and "extern_kernels" not in template.source
     candidate = tmp_path / "template.py"
     candidate.write_text(template.source)
+    report = pool.verify(*pair(task, candidate), trials=2)
+    assert report.verdict == "correct" and report.reward == 1.0, report.summary()
+
+
+@pytest.mark.slow
+def test_on_the_cpu_pools_inductor_hands_to_aten_become_triton_that_verifies(pool, tmp_path):
+    """A 27-element overlapping average pool and an uneven adaptive one: the default capture calls ATen for both,
+    the templates capture's rewrite makes them Inductor's own Triton, correct in Triton's interpreter."""
+    task = TASKS / "pool3d.py"
+    made, notes = collect(InductorBackend(cache=tmp_path / "cache"), GenerationRequest(Task.from_file(task), 4, "cpu"))
+    assert any("torch.ops.aten.avg_pool3d.default" in note for note in notes), notes
+    [rewritten] = made
+    assert rewritten.label == inductor.LIBRARY_REWRITTEN and rewritten.policy == "strict"
+    assert "aten." not in rewritten.source and "tl.dot" not in rewritten.source
+    candidate = tmp_path / "pools.py"
+    candidate.write_text(rewritten.source)
     report = pool.verify(*pair(task, candidate), trials=2)
     assert report.verdict == "correct" and report.reward == 1.0, report.summary()
 
@@ -346,6 +361,21 @@ def test_on_a_gpu_a_convolution_the_templates_did_not_take_gets_verified_triton_
     templates = [a for a in outcome.attempts if a.label.startswith("Inductor max-autotune Triton templates")]
     assert len(templates) == 2 and all(a.report.verdict == "correct" for a in templates), verdicts
     assert all(a.policy == "strict" and "extern_kernels" not in a.source for a in templates), verdicts
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_on_a_gpu_pools_inductor_hands_to_aten_are_converted_to_verified_triton(tmp_path):
+    """A 27-element overlapping average pool and an uneven adaptive one, which torch.compile leaves to ATen (so
+    before, no candidate was Triton and the task was refused): the rewrite is chosen, all Triton and correct."""
+    task = FIXTURES / "gpu" / "pool3d.py"
+    request = ConvertRequest(task=task.read_text(), task_name="pool3d", samples=4, rounds=1, trials=2)
+    with VerifierPool(size=2, device="cuda") as gpu:
+        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
+    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    assert outcome.best is not None and outcome.best.label == inductor.LIBRARY_REWRITTEN, verdicts
+    assert outcome.best.policy == "strict" and outcome.best.report.reward == 1.0, verdicts
+    assert "aten." not in outcome.best.source
 
 
 @pytest.mark.parametrize(
