@@ -37,6 +37,11 @@ TF32X3_TILES = (
 IEEE_TILE = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
 TEMPLATES_TF32X3 = "Inductor max-autotune Triton templates, tf32x3"
 LIBRARY_REWRITTEN = "Inductor, library ops rewritten as Triton"
+TUNED = "Inductor's kernels, coordinate-descent tuned"
+UNNEEDED_BECAUSE = {
+    "templates": "Inductor's default kernels make no library call",
+    "tuned": "Inductor's default kernels call a library, so its templates compile is tried instead",
+}
 # Convolution templates have no tile the variants set, so a convolution's keep Inductor's autotuning (and its pool).
 CONVOLUTION = re.compile(r"\b(?:conv(?:_transpose)?[123]d|Conv(?:Transpose)?[123]d|convolution)\b")
 
@@ -53,8 +58,10 @@ class _Planned:
 class InductorBackend:
     """Distinct candidates from Inductor's code for the task, best first.
 
-    Inductor's default kernels are always one. Where Inductor hands work to a library (cuBLAS matmul, cuDNN
-    convolution), the task is also compiled with Inductor's Triton matmul/conv templates (on a GPU), and the
+    Inductor's default kernels are always one. On a GPU, where they call no library, the task is also compiled
+    with Inductor's coordinate-descent tuning, and its kernels are a second candidate where the tuning changed a
+    launch configuration. Where Inductor hands work to a library (cuBLAS matmul, cuDNN convolution, an ATen
+    pool), the task is also compiled with Inductor's Triton matmul/conv templates (on a GPU), and the
     candidates are: the template at tf32x3 precision (fp32-accurate, on tensor cores) at the tile Inductor's
     autotuner chose and at other tiles, the template as Inductor made it (IEEE fp32), and the hybrid candidate
     that keeps the library call with Triton for the rest. The repair round replaces each candidate that
@@ -113,35 +120,41 @@ class InductorBackend:
     # ------------------------------------------------------------ captures
 
     def _captures(self, request: GenerationRequest) -> Generator[Batch, None, tuple[dict[str, dict], list[Generated]]]:
-        """Inductor's output, default and with templates, each from the cache if it is there, and the candidates
-        handed over early (the generator's return value). On a GPU the two compile in parallel and the templates
-        compile is stopped as soon as the default one shows no library call (it would only hold CPUs and GPU
-        memory that verification needs); on the CPU, where both are quick but share few cores, the templates
-        compile starts only once the default one shows a library call. While it runs, the default capture's
-        candidates that are sure to be among those returned are yielded. A templates compile that fails (time,
-        memory) leaves the default capture's candidates."""
+        """Inductor's output, default, with templates and tuned, each from the cache if it is there, and the
+        candidates handed over early (the generator's return value). On a GPU the three compile in parallel; as
+        soon as the default one shows whether it calls a library, the one not needed is stopped (it would only
+        hold CPUs and GPU memory that verification needs): the templates compile where it calls none, the tuned
+        one where it does. On the CPU, where compiles are quick but share few cores and nothing can time a
+        configuration, the templates compile starts only once the default one shows a library call, and none is
+        tuned. While the templates compile runs, the default capture's candidates that are sure to be among
+        those returned are yielded. A templates or tuned compile that fails (time, memory) leaves the default
+        capture's candidates."""
         task_source = request.task.source.encode()
-        unneeded = threading.Event()
-        with ThreadPoolExecutor(max_workers=2) as pool:
+        unneeded = {"templates": threading.Event(), "tuned": threading.Event()}
+        with ThreadPoolExecutor(max_workers=3) as pool:
 
             def start(mode: str) -> Future:
-                return pool.submit(self._capture, request, task_source, mode, unneeded)
+                return pool.submit(self._capture, request, task_source, mode, unneeded.get(mode))
 
             running = {"default": start("default")}
             if request.device == "cuda":
-                running["templates"] = start("templates")
+                running["templates"], running["tuned"] = start("templates"), start("tuned")
             default = running["default"].result()
             if "error" not in default and not uses_library(default):
-                unneeded.set()
-            elif "templates" not in running:
-                running["templates"] = start("templates")
+                unneeded["templates"].set()
+            else:
+                unneeded["tuned"].set()
+                if "templates" not in running:
+                    running["templates"] = start("templates")
             templates = running.get("templates")
             handed = self._early_candidates(default, request) if templates is not None and not templates.done() else []
             if handed:
                 yield Batch(handed, more=True)
             captures = {"default": default}
             if templates is not None:
-                captures["templates"] = _failure_as_error(templates, "error" not in default)
+                captures["templates"] = _failure_as_error(templates, "error" not in default, "max-autotune")
+            if "tuned" in running:
+                captures["tuned"] = _failure_as_error(running["tuned"], True, "tuned")
         if all("error" in c for c in captures.values()):
             reasons = "; ".join(c["error"] for c in captures.values())
             raise BackendError(f"the inductor backend cannot convert {request.task.origin}: {reasons}")
@@ -157,7 +170,9 @@ class InductorBackend:
         made, _ = self._candidates({"default": default}, request)
         return [generated for _, generated in made]
 
-    def _capture(self, request: GenerationRequest, task_source: bytes, mode: str, unneeded: threading.Event) -> dict:
+    def _capture(
+        self, request: GenerationRequest, task_source: bytes, mode: str, unneeded: threading.Event | None
+    ) -> dict:
         key = _cache_key(task_source, request.device, mode)
         cached = self.cache / f"{key}.json"
         if cached.exists():
@@ -165,7 +180,7 @@ class InductorBackend:
                 return json.loads(cached.read_text())
             except (OSError, json.JSONDecodeError):
                 cached.unlink(missing_ok=True)
-        result = self._run_capture(request, mode, _Either(request.stopped, None if mode == "default" else unneeded))
+        result = self._run_capture(request, mode, _Either(request.stopped, unneeded))
         if result.get("stopped") or result.get("out_of_memory"):
             return result
         try:
@@ -183,7 +198,9 @@ class InductorBackend:
         memory beside other work (the verification of candidates handed over early, another conversion) runs
         once more with the GPU alone, under a limit of its own. Running out of time or host memory is a
         BackendError (not cached). Inductor's own cache is the verifier's, so the torch.compile baseline of the
-        same task finds the default-mode graph compiled."""
+        same task finds the default-mode graph compiled; the tuned compile has a cache of its own, since Inductor
+        would hand the configurations its tuning found to any later compile of the same kernels, the baseline's
+        too."""
         result = self._run_capture_once(request, mode, stop, alone=False)
         if result.get("out_of_memory") and request.device == "cuda":
             result = self._run_capture_once(request, mode, stop, alone=True)
@@ -197,7 +214,7 @@ class InductorBackend:
         flags, pooled = _capture_flags(mode, task.source)
         cache = inductor_cache_dir()
         cache.mkdir(parents=True, exist_ok=True)
-        env = {"TORCHINDUCTOR_CACHE_DIR": str(cache)}
+        env = {"TORCHINDUCTOR_CACHE_DIR": str(cache / "tuned" if mode == "tuned" else cache)}
         if not pooled:
             env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 
@@ -220,7 +237,7 @@ class InductorBackend:
         if done.exceeded == "stopped" and request.stopped():
             raise BackendError("the conversion was cancelled while Inductor compiled the task")
         if done.exceeded == "stopped":
-            return {"error": "not needed: Inductor's default kernels make no library call", "stopped": True}
+            return {"error": f"not needed: {UNNEEDED_BECAUSE[mode]}", "stopped": True}
         if done.exceeded == "timeout":
             raise BackendError(f"Inductor did not finish compiling the task within {seconds:.0f} s")
         if done.exceeded == "memory":
@@ -244,18 +261,20 @@ def _capture_flags(mode: str, task_source: str) -> tuple[list[str], bool]:
     convolution's included, since it becomes a matmul)."""
     if mode == "default":
         return [], False
+    if mode == "tuned":
+        return ["--tuned"], False
     return ["--templates", "--configs", "1"], CONVOLUTION.search(task_source) is not None
 
 
-def _failure_as_error(templates: Future, default_ok: bool) -> dict:
-    """The templates capture; where it failed (time, memory) and the default one did not, that failure as the
-    capture's error, so the default capture's candidates still go ahead."""
+def _failure_as_error(extra: Future, default_ok: bool, what: str) -> dict:
+    """A templates or tuned capture; where it failed (time, memory) and the default one did not, that failure as
+    the capture's error, so the default capture's candidates still go ahead."""
     try:
-        return templates.result()
+        return extra.result()
     except BackendError as exc:
         if not default_ok:
             raise
-        return {"error": f"Inductor's max-autotune compile failed: {exc}"}
+        return {"error": f"Inductor's {what} compile failed: {exc}"}
 
 
 def _plan(captures: dict[str, dict]) -> list[_Planned]:
@@ -264,7 +283,10 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
     templates = captures.get("templates", {"error": "not captured"})
     default_ok, templates_ok = "error" not in default, "error" not in templates
     if default_ok and not uses_library(default):
-        return [_Planned("default", Variant())]
+        tuned = captures.get("tuned", {"error": "not captured"})
+        if "error" in tuned or tuned["configs"] == default["configs"]:
+            return [_Planned("default", Variant())]
+        return [_Planned("tuned", Variant(TUNED)), _Planned("default", Variant())]
     hybrid = [_Planned("default", Variant("Inductor's default: library call + fused Triton", hybrid=True))]
     hybrid = hybrid if default_ok else []
     if not templates_ok:

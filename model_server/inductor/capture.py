@@ -1,6 +1,6 @@
 """Compile a task with TorchInductor and print what the rewriter needs, as one JSON object (a subprocess).
 
-    python -m model_server.inductor.capture TASK.py --device cpu|cuda [--templates]
+    python -m model_server.inductor.capture TASK.py --device cpu|cuda [--templates | --tuned]
 
 On a GPU the compiled model really runs, so Inductor's autotuner picks each kernel's launch configuration.
 On a CPU, Inductor is asked for Triton code (`cpu_backend = "triton"`) with a stand-in Triton driver that
@@ -42,7 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--templates", action="store_true", help="use Inductor's Triton matmul/conv templates")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--templates", action="store_true", help="use Inductor's Triton matmul/conv templates")
+    how.add_argument(
+        "--tuned", action="store_true", help="on a GPU: let Inductor tune each kernel's launch configuration further"
+    )
     parser.add_argument(
         "--configs",
         type=int,
@@ -52,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        result = capture(Path(args.task), args.device, args.templates, args.configs)
+        result = capture(Path(args.task), args.device, args.templates, args.configs, tuned=args.tuned)
     except CaptureError as exc:
         print(json.dumps({"error": str(exc), **({"out_of_memory": True} if exc.out_of_memory else {})}))
         return 1
@@ -60,11 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def capture(task: Path, device: str, templates: bool, configs: int | None = None) -> dict:
+def capture(task: Path, device: str, templates: bool, configs: int | None = None, tuned: bool = False) -> dict:
     """Wrapper code, kernel configurations, graph inputs, output structure and the scalar arguments Inductor
     baked into the code, of one compiled task (the model in training mode, as the verifier runs it); and how
     long the imports, the task (its model and inputs, made on the device, and an eager call) and the compile
-    took."""
+    took. `tuned`: Inductor's coordinate-descent tuning searches each kernel's block sizes, warps and stages
+    around its heuristic's choice, timing them on the GPU."""
+    if tuned and device != "cuda":
+        raise CaptureError("tuning times kernels on the GPU: --tuned needs --device cuda")
     started = time.perf_counter()
     import torch
     import torch._inductor.config as inductor_config
@@ -76,6 +83,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
     from verifier import flatten, full_precision, load_module, seed_everything, trial_inputs
 
     full_precision()
+    inductor_config.coordinate_descent_tuning = tuned
     if device == "cpu":
         inductor_config.cpu_backend = "triton"
         _install_stand_in_driver()
@@ -143,6 +151,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
         "helpers": Path(triton_helpers.__file__).read_text(),
         "device": device,
         "template_configs": configs if templates else None,
+        "tuned": tuned,
         "torch": torch.__version__,
         "seconds": {
             "imports": round(imported - started, 2),

@@ -11,7 +11,8 @@ the candidate could only be a hybrid. The templates capture (`capture.py`) hands
 - any other adaptive average pool: each output's window gathered tap by tap up to the widest window, the taps
   past its end masked to zero, summed and divided by its size.
 
-Anything else (integer inputs, windows past `MAX_UNROLLED`) is left as Inductor would handle it.
+Anything else (integer inputs, windows past `MAX_UNROLLED` or `MAX_GATHERED` taps) is left as Inductor would
+handle it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ import torch
 aten = torch.ops.aten
 
 INDUCTOR_WINDOW = 25  # Inductor lowers windows up to this many elements itself
-MAX_UNROLLED = 512  # larger overlapping windows would make one kernel of that many loads
+# One kernel loads every tap of a window, so past these many taps compiling it takes too long: an uneven adaptive
+# pool's taps are gathered (index arithmetic per tap), and one of 4 x 4 x 4 taps passed the templates compile's
+# 45 s on an H200, where 3 x 3 x 3 compiled in time (2026-11-27); a fixed window's taps are strided slices.
+MAX_UNROLLED = 64
+MAX_GATHERED = 27
 
 
 def decompositions(inductor_table: dict) -> dict:
@@ -92,7 +97,7 @@ def adaptive_avg_pool(x: torch.Tensor, output_size: Sequence[int]):
         kernel = [size // out for size, out in zip(sizes, output_size)]
         return aten.avg_pool3d.default(x, kernel, kernel)
     widest = [-(-(size + out - 1) // out) for size, out in zip(sizes, output_size)]
-    if (dims == 2 and math.prod(widest) <= INDUCTOR_WINDOW) or math.prod(widest) > MAX_UNROLLED:
+    if (dims == 2 and math.prod(widest) <= INDUCTOR_WINDOW) or math.prod(widest) > MAX_GATHERED:
         return NotImplemented
     source = _accumulating(x)
     starts, ends = [], []

@@ -1,17 +1,18 @@
 """Captured Inductor outputs for golden tests of `model_server/inductor/rewrite.py`, and how to refresh them.
 
-    python -m tests.model_server.inductor_fixtures capture [--device cpu|cuda] [--templates | --as-backend]
+    python -m tests.model_server.inductor_fixtures capture [--device cpu|cuda]
+                                                           [--templates | --tuned | --as-backend]
                                                            [--jobs N] [TASK.py ...]
     python -m tests.model_server.inductor_fixtures update
 
 `capture` runs the real capture (`model_server.inductor.capture`, a subprocess per task, with the flags the
-inductor backend passes) and stores its output in tests/fixtures/inductor/NAME.DEVICE[-templates].json, with the
-task's source beside it; a task of benchmarks/tasks/published/ is stored as published_NAME. `--as-backend`
-captures what the backend would on that device: the default compile, and on a GPU the templates compile too
-where the default one calls a library. Inductor's helper module is stored once per torch version under
-helpers/. `update` rewrites every expected output (NAME...py, or NAME...refused.txt when the rewrite refuses)
-with the current rewrite. Re-capture when torch changes; update only after reading the diff of the expected
-files.
+inductor backend passes) and stores its output in tests/fixtures/inductor/NAME.DEVICE[-templates|-tuned].json,
+with the task's source beside it; a task of benchmarks/tasks/published/ is stored as published_NAME.
+`--as-backend` captures what the backend would on that device: the default compile, and on a GPU the templates
+compile too where the default one calls a library, the tuned one where it does not. Inductor's helper module is
+stored once per torch version under helpers/. `update` rewrites every expected output (NAME...py, or
+NAME...refused.txt when the rewrite refuses) with the current rewrite. Re-capture when torch changes; update only
+after reading the diff of the expected files.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ def fixture_name(task: Path) -> str:
     return f"published_{task.stem}" if task.parent == PUBLISHED else task.stem
 
 
-def capture(task: Path, device: str, templates: bool) -> Path:
-    flags, pooled = _capture_flags("templates" if templates else "default", task.read_text())
+def capture(task: Path, device: str, mode: str) -> Path:
+    """Capture `task` as the backend's `mode` capture does ("default", "templates" or "tuned")."""
+    flags, pooled = _capture_flags(mode, task.read_text())
     command = [sys.executable, "-m", "model_server.inductor.capture", str(task), "--device", device, *flags]
     env = os.environ if pooled else {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900, env=env)
@@ -76,17 +78,17 @@ def capture(task: Path, device: str, templates: bool) -> Path:
     (HELPERS / helpers).write_text(result.pop("helpers"))
     name = fixture_name(task)
     stored = {"task": task.read_text(), "task_name": task.stem, "helpers": helpers, "capture": result}
-    out = FIXTURES / f"{name}.{device}{'-templates' if templates else ''}.json"
+    out = FIXTURES / f"{name}.{device}{'' if mode == 'default' else '-' + mode}.json"
     out.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
     return out
 
 
 def capture_as_backend(task: Path, device: str) -> list[Path]:
     """The captures the inductor backend makes of `task` on `device`."""
-    default = capture(task, device, templates=False)
-    if device != "cuda" or not uses_library(load(default)[0]):
+    default = capture(task, device, "default")
+    if device != "cuda":
         return [default]
-    return [default, capture(task, device, templates=True)]
+    return [default, capture(task, device, "templates" if uses_library(load(default)[0]) else "tuned")]
 
 
 def update() -> None:
@@ -104,6 +106,7 @@ def main() -> None:
     take.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     how = take.add_mutually_exclusive_group()
     how.add_argument("--templates", action="store_true")
+    how.add_argument("--tuned", action="store_true")
     how.add_argument("--as-backend", action="store_true", help="the captures the inductor backend makes")
     take.add_argument("--jobs", type=int, default=1, help="captures at once (each task's run one after another)")
     commands.add_parser("update")
@@ -115,7 +118,8 @@ def main() -> None:
             try:
                 if args.as_backend:
                     return "\n".join(map(str, capture_as_backend(task.resolve(), args.device)))
-                return str(capture(task.resolve(), args.device, args.templates))
+                mode = "templates" if args.templates else "tuned" if args.tuned else "default"
+                return str(capture(task.resolve(), args.device, mode))
             except (ValueError, subprocess.TimeoutExpired) as exc:
                 return f"not captured: {task.name}: {exc}"
 

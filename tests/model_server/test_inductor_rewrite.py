@@ -15,7 +15,7 @@ from collections.abc import Collection
 import pytest
 
 from model_server.backends import inductor
-from model_server.backends.inductor import IEEE_TILE, TEMPLATES_TF32X3, _plan
+from model_server.backends.inductor import IEEE_TILE, TEMPLATES_TF32X3, TUNED, _plan
 from model_server.inductor.rewrite import GRIDS, Kernel, RewriteError, Variant, _GridSizes, rewrite, uses_library
 from tests.model_server.inductor_fixtures import FIXTURES, expected_path, fixtures, load, rewritten
 from verifier.audit.anti_hacking import check_candidate
@@ -87,9 +87,10 @@ def test_every_variant_of_a_published_task_passes_the_audit_and_ruff(path, tmp_p
     rewritten): it parses, no rule that rejects a candidate or names a language error fires, and ruff's default
     rules pass (a hybrid variant may compute in PyTorch: what the `hybrid` policy allows)."""
     captures = {"default": load(path)[0]}
-    templates = path.with_name(path.name.replace(".cuda.json", ".cuda-templates.json"))
-    if templates.exists():
-        captures["templates"] = load(templates)[0]
+    for mode in ("templates", "tuned"):
+        extra = path.with_name(path.name.replace(".cuda.json", f".cuda-{mode}.json"))
+        if extra.exists():
+            captures[mode] = load(extra)[0]
     _, task, name = load(path)
     written = []
     for planned in _plan(captures):
@@ -206,3 +207,17 @@ def test_a_subgraph_inductor_calls_is_inlined_into_the_hybrid():
     assert rejected == []  # the hybrid policy lifts TRI302 (library compute) and nothing else
     done = _ruff("-", source)
     assert done.returncode == 0, done.stdout
+
+
+def test_the_tuned_kernels_are_a_candidate_only_where_the_tuning_changed_a_configuration():
+    """Real GPU captures of cross-entropy, default and coordinate-descent tuned: the tuned kernels come first and
+    the default ones stay as the other candidate; a tuned capture that changed nothing, or failed, adds none."""
+    default = load(FIXTURES / "published_cross_entropy.cuda.json")[0]
+    tuned = load(FIXTURES / "published_cross_entropy.cuda-tuned.json")[0]
+    assert tuned["configs"] != default["configs"]
+    labels = [p.variant.label for p in _plan({"default": default, "tuned": tuned})]
+    assert labels == [TUNED, "Inductor's default kernels"]
+    unchanged = {**tuned, "configs": default["configs"]}
+    failed = {"error": "Inductor's tuned compile failed: late"}
+    for other in (unchanged, failed):
+        assert [p.variant.label for p in _plan({"default": default, "tuned": other})] == ["Inductor's default kernels"]
