@@ -51,7 +51,13 @@ class ConvertRequest:
     model: str | None = field(default=None, metadata=_limits("a model the backend serves", max_length=256))
     samples: int = field(default=4, metadata=_limits("candidates per round", ge=1, le=64))
     rounds: int = field(
-        default=2, metadata=_limits("rounds; a repair round runs only when the last one had failures", ge=1, le=10)
+        default=2,
+        metadata=_limits(
+            "rounds; a repair round runs only when the last one had failures (or, with a seeded model, to improve on "
+            "the best kernel)",
+            ge=1,
+            le=10,
+        ),
     )
     target_speedup: float | None = field(
         default=None, metadata=_limits("stop once a candidate is this much faster than eager", gt=0)

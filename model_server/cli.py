@@ -151,6 +151,13 @@ def _add_shared_options(parser: argparse.ArgumentParser) -> None:
         metavar="D",
         help=f"{DTYPE_HELP} (default: auto)",
     )
+    parser.add_argument(
+        "--seed-from",
+        choices=("inductor",),
+        metavar="inductor",
+        help="with a model backend: round 1 is the built-in backend's kernels; each later round shows the model "
+        "the best verified one with its measured time and asks for a faster one",
+    )
     add_device_option(parser)
     parser.add_argument(
         "--workers", type=positive_int, default=2, metavar="N", help="verifications at once (default: 2)"
@@ -170,6 +177,7 @@ def _backend_config(args: argparse.Namespace):
         tensor_parallel_size=args.tensor_parallel,
         compile=args.compile,
         dtype=args.dtype,
+        seed_from=args.seed_from,
     )
 
 

@@ -146,7 +146,7 @@ class _Run:
             feedback = [
                 {"source": a.source, "report": a.report.to_dict(), "label": a.label} for a in attempts if not a.correct
             ]
-            if not feedback or failure is not None:
+            if failure is not None or not (feedback or self.to_improve()):
                 break
         if outcome.stopped == "finished":
             outcome.stopped = _stop_reason(self.request, outcome, self.started, self.cancelled) or "finished"
@@ -157,7 +157,14 @@ class _Run:
         samples = self.request.samples
         deadline = None if self.request.deadline is None else self.started + self.request.deadline
         request = GenerationRequest(
-            self.task, samples, self.pool.device, round_number, feedback, deadline, stopped=self.stop
+            self.task,
+            samples,
+            self.pool.device,
+            round_number,
+            feedback,
+            deadline,
+            best=self.to_improve(),
+            stopped=self.stop,
         )
         generation_started = time.monotonic()
         for batch in self.backend.generate(request):
@@ -174,6 +181,13 @@ class _Run:
                 note = _generated_note(self.backend.name, candidates, samples, seconds, before, batch.not_made)
                 self.emit(api.note(round_number, note))
             verifier.submit(candidates)
+
+    def to_improve(self) -> dict | None:
+        """For a backend that improves on the best verified candidate: that candidate and its timing."""
+        best = self.outcome.best
+        if best is None or not getattr(self.backend, "improves", False):
+            return None
+        return {"source": best.source, "label": best.label, "timing": best.report.timing or {}}
 
 
 def _generated_note(

@@ -7,7 +7,8 @@ nothing else in the project builds a prompt. Profiles:
 - `kernelllm`: a raw one-shot completion prompt (no chat template).
 - `chat`: a generic instruct model.
 
-`repair_messages` continues any chat profile with the verifier's report on a failed candidate.
+`repair_messages` continues any chat profile with the verifier's report on a failed candidate;
+`improve_messages` asks for a faster kernel than a verified one, given its measured time.
 """
 
 from __future__ import annotations
@@ -87,6 +88,54 @@ def repair_messages(profile: str, task: str, candidate: str, report: dict) -> li
         {"role": "assistant", "content": f"```python\n{candidate.strip()}\n```"},
         {"role": "user", "content": REPAIR_USER.format(verdict=report.get("verdict"), details=_details(report))},
     ]
+
+
+IMPROVE_USER = """This module is verified: it computes what Model computes. {timing}
+
+Write a faster one: the same class ModelNew with the same constructor and forward signature, all arithmetic in \
+@triton.jit kernels, the same results. Consider other block sizes, warps and stages, fusing kernels, fewer passes \
+over memory. Reply with the complete module in one ```python code block."""
+
+KERNELLLM_IMPROVE_TEMPLATE = """# PyTorch reference
+```python
+{task}
+```
+
+# A verified Triton implementation. {timing}
+```python
+{kernel}
+```
+
+# A faster Triton implementation (class ModelNew, same constructor and forward signature; all compute in @triton.jit \
+kernels)
+```python
+"""
+
+
+def improve_messages(profile: str, task: str, kernel: str, timing: dict) -> list[dict[str, str]]:
+    """The conversation that shows a verified `kernel` for `task` with its measured `timing` (a verifier report's
+    timing: candidate_ms, eager_ms, compile_ms; empty where nothing was timed) and asks for a faster one."""
+    said = _timing(timing)
+    if profile == "kernelllm":
+        text = KERNELLLM_IMPROVE_TEMPLATE.format(task=task.strip(), timing=said, kernel=kernel.strip())
+        return [{"role": "user", "content": text}]
+    return [
+        *messages(profile, task),
+        {"role": "assistant", "content": f"```python\n{kernel.strip()}\n```"},
+        {"role": "user", "content": IMPROVE_USER.format(timing=said)},
+    ]
+
+
+def _timing(timing: dict) -> str:
+    if timing.get("candidate_ms") is None:
+        return "Its speed was not measured (it was verified where nothing is timed)."
+    parts = [f"It runs in {timing['candidate_ms']:.4g} ms"]
+    baselines = [
+        f"{name} {timing[key]:.4g} ms"
+        for name, key in (("PyTorch eager", "eager_ms"), ("torch.compile", "compile_ms"))
+        if timing.get(key) is not None
+    ]
+    return parts[0] + (f" ({', '.join(baselines)})." if baselines else ".")
 
 
 def _details(report: dict) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from model_server.backends.base import Backend, BackendError, Batch, Generated, GenerationRequest, collect
 
@@ -23,10 +23,23 @@ class BackendConfig:
     batch: int = 32  # transformers: the most sequences one generate call samples for concurrent requests
     compile: bool = False  # transformers: a static KV cache, its decoding step compiled on a GPU
     dtype: str = "auto"  # transformers: the weights' dtype while sampling (auto: float32 becomes bfloat16 on a GPU)
+    seed_from: str | None = None  # a model backend: start from this backend's best kernel (only "inductor")
 
 
 def create_backend(config: BackendConfig) -> Backend:
-    """The backend `config` names, or BackendError listing the ones that exist."""
+    """The backend `config` names (with `seed_from`: seeded by the built-in one), or BackendError listing the ones
+    that exist."""
+    if config.seed_from is not None:
+        from model_server.backends.inductor import InductorBackend
+        from model_server.backends.seeded import SeededBackend
+
+        if config.seed_from != "inductor":
+            raise BackendError(f"--seed-from takes `inductor` (the built-in backend), not `{config.seed_from}`")
+        if config.name == "inductor":
+            raise BackendError(
+                "--seed-from inductor needs a model backend to improve on it: openai, transformers or vllm"
+            )
+        return SeededBackend(InductorBackend(), create_backend(replace(config, seed_from=None)))
     if config.name == "inductor":
         from model_server.backends.inductor import InductorBackend
 

@@ -30,6 +30,8 @@ class GenerationRequest:
     # Sampling of model backends (their own defaults where None); backends without a model ignore them.
     temperature: float | None = None
     max_tokens: int | None = None
+    # For a backend that `improves`: the best verified candidate so far (source, label, its report's timing)
+    best: dict | None = None
 
     def seconds_left(self, limit: float) -> float:
         """How long generation may still take: `limit`, cut to what the deadline leaves."""
@@ -64,6 +66,9 @@ class Batch:
 
 
 class Backend(Protocol):
+    """`improves` (optional, False where absent): the loop goes on after a round with no failures, handing the
+    backend the best verified candidate so far (`GenerationRequest.best`) to improve on."""
+
     name: str
 
     def models(self) -> list[str]:

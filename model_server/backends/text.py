@@ -17,7 +17,11 @@ def check_profile(profile: str) -> str:
 
 def conversations(profile: str, task: str, request: GenerationRequest) -> list[tuple[list[dict], int]]:
     """(messages, samples) pairs for one round: the conversion prompt in round 1, then one repair
-    conversation per failed candidate of the last round, the samples spread over them."""
+    conversation per failed candidate of the last round, the samples spread over them; where the request holds
+    a verified candidate to improve on, the one conversation that asks for a faster kernel."""
+    if request.round > 1 and request.best is not None:
+        best = request.best
+        return [(prompts.improve_messages(profile, task, best["source"], best["timing"]), request.samples)]
     if request.round == 1 or not request.feedback:
         return [(prompts.messages(profile, task), request.samples)]
     failures = request.feedback[: request.samples]

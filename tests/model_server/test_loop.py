@@ -249,6 +249,12 @@ def test_convert_checks_out_before_anything_runs(tmp_path):
         f"tritonize convert: error: --out {tmp_path} is a directory; give a file path, e.g. {tmp_path}/relu_triton.py\n"
     )
     assert list(tmp_path.iterdir()) == []
+    seeded = _tritonize("convert", str(task), "--device", "cpu", "--seed-from", "inductor")
+    assert seeded.returncode == 2
+    assert seeded.stderr == (
+        "tritonize convert: error: --seed-from inductor needs a model backend to improve on it: openai, "
+        "transformers or vllm\n"
+    )
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from model_server.backends.text import candidates_from_replies
-from model_server.prompts import completion_prompt, reply_code
+from model_server.prompts import completion_prompt, improve_messages, reply_code
 
 MODULE = "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n"
 
@@ -39,3 +39,19 @@ def test_what_the_candidate_printed_reaches_a_repair_prompt_only_quoted_as_untru
     assert "CANARY-7731" in quoted and "noise 39" in quoted and "noise 10" not in quoted
     assert prompt.count("candidate-output>>>") == 1  # the candidate's own closing marker cannot end the quote
     assert max(len(line) for line in quoted.splitlines()) <= 300
+
+
+def test_the_improve_prompt_shows_the_verified_kernel_and_its_measured_time():
+    """A chat profile continues the conversion conversation: the kernel as the model's own reply, then its times
+    and the request for a faster one; `kernelllm` gets one completion prompt that opens the faster module's block."""
+    timing = {"candidate_ms": 0.25, "eager_ms": 1.0, "compile_ms": 0.5}
+    chat = improve_messages("chat", "TASK", MODULE, timing)
+    assert [m["role"] for m in chat] == ["system", "user", "assistant", "user"]
+    assert MODULE.strip() in chat[2]["content"] and "TASK" in chat[1]["content"]
+    assert "It runs in 0.25 ms (PyTorch eager 1 ms, torch.compile 0.5 ms)." in chat[3]["content"]
+    assert "faster" in chat[3]["content"]
+    [raw] = improve_messages("kernelllm", "TASK", MODULE, timing)
+    assert raw["content"].index("TASK") < raw["content"].index(MODULE.strip()) < raw["content"].index("faster")
+    assert raw["content"].endswith("```python\n")
+    untimed = improve_messages("autotriton", "TASK", MODULE, {})
+    assert "not measured" in untimed[-1]["content"] and "ms" not in untimed[-1]["content"]
