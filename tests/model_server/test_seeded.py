@@ -115,3 +115,18 @@ def test_seeding_is_named_in_the_config_and_checked():
         create_backend(BackendConfig("openai", model="m", base_url="http://127.0.0.1:9/v1", seed_from="vllm"))
     seeded = create_backend(BackendConfig("openai", model="m", base_url="http://127.0.0.1:9/v1", seed_from="inductor"))
     assert isinstance(seeded, SeededBackend) and seeded.name == "inductor+openai" and seeded.models() == ["m"]
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_on_a_gpu_the_model_is_shown_the_measured_time_and_the_fastest_correct_kernel_is_kept(tmp_path):
+    """On a GPU the best kernel is timed: the model is shown its time beside eager's and torch.compile's, and the
+    kernel written is the fastest correct one of both backends'."""
+    model = ScriptedModel([CORRECT])
+    with VerifierPool(size=2, device="cuda") as gpu:
+        outcome = convert(_request(samples=2, rounds=2), SeededBackend(InductorBackend(cache=tmp_path), model), gpu)
+    [shown] = model.shown
+    assert "It runs in " in shown[-1]["content"] and "torch.compile" in shown[-1]["content"], shown[-1]
+    correct = [a for a in outcome.attempts if a.correct]
+    assert {a.round for a in correct} == {1, 2}
+    assert outcome.best is min(correct, key=lambda a: a.candidate_ms)
