@@ -40,7 +40,7 @@ LIBRARY_REWRITTEN = "Inductor, library ops rewritten as Triton"
 TUNED = "Inductor's kernels, coordinate-descent tuned"
 UNNEEDED_BECAUSE = {
     "templates": "Inductor's default kernels make no library call",
-    "tuned": "Inductor's default kernels call a library, so its templates compile is tried instead",
+    "tuned": "Inductor's default compile calls a library or failed, so its templates compile is tried instead",
 }
 # Convolution templates have no tile the variants set, so a convolution's keep Inductor's autotuning (and its pool).
 CONVOLUTION = re.compile(r"\b(?:conv(?:_transpose)?[123]d|Conv(?:Transpose)?[123]d|convolution)\b")
