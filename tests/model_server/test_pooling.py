@@ -51,7 +51,7 @@ def test_a_large_overlapping_average_pool_is_the_sum_of_its_windows_slices(case)
     ("size", "output"),
     [
         ((8, 12, 10), (2, 3, 5)),  # equal blocks: a fixed-window pool
-        ((9, 10, 12), (4, 5, 6)),  # uneven windows of 3, 2-3 and 2-3, gathered
+        ((9, 10, 12), (4, 5, 6)),  # uneven windows of 3, then equal blocks of 2 and 2, gathered
         ((33, 21), (4, 10)),  # 2-D, uneven windows of up to 9 x 3
         ((1, 203), (1, 8)),  # 1-D, as PyTorch hands it over
     ],
@@ -76,7 +76,7 @@ def test_an_adaptive_average_pool_is_its_windows_sums_over_their_sizes(size, out
     ],
     ids=["small window", "tiling", "huge window", "integer", "equal blocks 2-D", "small uneven", "huge uneven"],
 )
-def test_a_pool_inductor_lowers_itself_is_left_to_it(call):
+def test_a_pool_inductor_lowers_itself_or_too_large_to_unroll_is_left_as_it_was(call):
     x = torch.randn(1, 2, 30, 28)
     assert call(x) is NotImplemented
 
