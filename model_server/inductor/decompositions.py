@@ -12,9 +12,8 @@ def templates_table() -> dict:
     """The table to give `compile_fx` in the templates capture."""
     from torch._inductor.decomposition import select_decomp_table
 
-    inductor = select_decomp_table()
     return {
-        **inductor,
+        **select_decomp_table(),
         torch.ops.aten.convolution.default: convolutions.convolution,
-        **pooling.decompositions(inductor),
+        **pooling.decompositions(),
     }

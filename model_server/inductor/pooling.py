@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -35,28 +35,14 @@ MAX_UNROLLED = 64
 MAX_GATHERED = 27
 
 
-def decompositions(inductor_table: dict) -> dict:
-    """Pooling entries to lay over `inductor_table` (Inductor's own), deferring to its entry where one exists and
-    the pool is one Inductor lowers itself."""
-
-    def deferring(op, rewrite: Callable) -> Callable:
-        original = inductor_table.get(op)
-
-        def decomposition(*args, **kwargs):
-            result = rewrite(*args, **kwargs)
-            if result is NotImplemented and original is not None:
-                return original(*args, **kwargs)
-            return result
-
-        return decomposition
-
-    entries = {
+def decompositions() -> dict:
+    """Pooling entries for the templates capture's table (Inductor's own has none for these ops)."""
+    return {
         aten.avg_pool2d.default: functools.partial(avg_pool, 2),
         aten.avg_pool3d.default: functools.partial(avg_pool, 3),
         aten._adaptive_avg_pool2d.default: adaptive_avg_pool,
         aten._adaptive_avg_pool3d.default: adaptive_avg_pool,
     }
-    return {op: deferring(op, rewrite) for op, rewrite in entries.items()}
 
 
 def avg_pool(

@@ -20,6 +20,7 @@ from model_server.backends import BackendError, Batch, Generated, GenerationRequ
 from model_server.backends.inductor import InductorBackend
 from model_server.loop import Attempt, ConvertError, _choose, convert
 from tests.conftest import FIXTURES
+from tests.model_server.scripted import ScriptedBackend
 from tests.sources import pair
 from verifier.host.pool import VerifierPool
 from verifier.report import Report
@@ -31,31 +32,6 @@ CANDIDATES = FIXTURES / "candidates"
 def _request(task: Path, **options) -> ConvertRequest:
     """The request for the task in `task`'s file, as the command line makes it."""
     return ConvertRequest(task=task.read_text(), task_name=task.stem, **options)
-
-
-class ScriptedBackend:
-    """A real backend that replays fixed candidate sources per round (stands in for a model: none runs here)."""
-
-    name = "scripted"
-
-    def __init__(self, rounds: list[list[str]]):
-        self.rounds = rounds
-        self.requests: list[GenerationRequest] = []
-
-    def models(self) -> list[str]:
-        return ["scripted"]
-
-    def generate(self, request: GenerationRequest) -> Iterator[Batch]:
-        self.requests.append(request)
-        sources = self.rounds[request.round - 1] if request.round <= len(self.rounds) else []
-        if sources:
-            yield Batch([Generated(source) for source in sources])
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with VerifierPool(size=2, device="cpu") as pool:
-        yield pool
 
 
 def _wrong_relu() -> str:

@@ -111,3 +111,9 @@ def test_inductor_compiles_the_rewritten_pools_to_the_same_result_with_no_aten_c
         torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
     assert not calls_aten
     assert _compiled(pool, x, select_decomp_table())[1]
+
+
+def test_the_pool_entries_replace_none_of_inductors_own():
+    """The table lays these entries over Inductor's; were a torch to decompose one of these ops itself, the entry
+    would silently drop that decomposition."""
+    assert not set(pooling.decompositions()) & set(select_decomp_table())

@@ -8,12 +8,13 @@ from __future__ import annotations
 import pytest
 
 from model_server.api import ConvertRequest
-from model_server.backends import BackendConfig, BackendError, GenerationRequest, create_backend
+from model_server.backends import BackendConfig, BackendError, create_backend
 from model_server.backends.inductor import InductorBackend
 from model_server.backends.seeded import SeededBackend
 from model_server.backends.text import TextBackend
 from model_server.loop import convert
 from tests.conftest import FIXTURES
+from tests.model_server.scripted import ScriptedBackend
 from verifier.host.pool import VerifierPool
 
 TASK = FIXTURES / "tasks" / "relu.py"
@@ -35,32 +36,6 @@ class ScriptedModel(TextBackend):
         return [f"```python\n{self.replies[i % len(self.replies)]}```" for i in range(n)]
 
 
-class ScriptedSeed:
-    """A seed backend that offers one fixed, labelled candidate in round 1 (as Inductor's are labelled)."""
-
-    name = "seed"
-
-    def __init__(self, source: str):
-        self.source = source
-        self.requests: list[GenerationRequest] = []
-
-    def models(self):
-        return ["seed"]
-
-    def generate(self, request):
-        from model_server.backends import Batch, Generated
-
-        self.requests.append(request)
-        if request.round == 1:
-            yield Batch([Generated(self.source, label="seed's kernel")])
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with VerifierPool(size=2, device="cpu") as pool:
-        yield pool
-
-
 def _request(**options) -> ConvertRequest:
     return ConvertRequest(task=TASK.read_text(), task_name="relu", trials=2, **options)
 
@@ -68,7 +43,7 @@ def _request(**options) -> ConvertRequest:
 def test_after_a_round_with_no_failure_the_model_is_asked_to_beat_the_best(pool):
     """Round 1 is all correct, so a plain backend would stop; the seeded one goes on, and each later round shows the
     model the best verified candidate. The seed is not asked again for a model's failure (not its candidate)."""
-    seed, model = ScriptedSeed(CORRECT), ScriptedModel([CORRECT, WRONG])
+    seed, model = ScriptedBackend([[CORRECT]], label="seed's kernel"), ScriptedModel([CORRECT, WRONG])
     outcome = convert(_request(samples=2, rounds=3), SeededBackend(seed, model), pool)
     assert [(a.round, a.label, a.report.verdict) for a in outcome.attempts] == [
         (1, "seed's kernel", "correct"),
@@ -86,7 +61,7 @@ def test_after_a_round_with_no_failure_the_model_is_asked_to_beat_the_best(pool)
 def test_without_a_verified_kernel_the_model_converts_from_scratch(pool):
     """The seed's only candidate fails: round 2 is the seed's repair (nothing here) and the model's usual conversation
     (a repair of the seed's failure), not an improvement."""
-    seed, model = ScriptedSeed(WRONG), ScriptedModel([CORRECT])
+    seed, model = ScriptedBackend([[WRONG]], label="seed's kernel"), ScriptedModel([CORRECT])
     outcome = convert(_request(samples=1, rounds=2), SeededBackend(seed, model), pool)
     assert [a.report.verdict for a in outcome.attempts] == ["incorrect", "correct"]
     [shown] = model.shown
