@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -182,9 +183,12 @@ def _load(model: str, device: str, dtype: str):
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     where = "directory" if Path(model).is_dir() else "hub id"
+    # huggingface_hub reads HF_HUB_OFFLINE once, at import; read here, it also holds when set later, and an
+    # offline machine is told at once instead of after a minute of retries
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(model)
-        loaded = AutoModelForCausalLM.from_pretrained(model, dtype="auto")
+        tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=offline)
+        loaded = AutoModelForCausalLM.from_pretrained(model, dtype="auto", local_files_only=offline)
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BackendError(f"cannot load model {where} `{model}`: {first}") from exc
