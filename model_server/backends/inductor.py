@@ -297,7 +297,10 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
         return [_Planned("templates", Variant(LIBRARY_REWRITTEN)), *hybrid]
     if templates.get("device") == "cpu":  # Triton's interpreter: no tensor cores, no timing to choose a tile by
         return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *hybrid]
-    tile = matmul_tile(templates)
+    try:
+        tile = matmul_tile(templates)
+    except RewriteError:  # the rewrite of this capture fails too, and says why where the candidate is made
+        return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *hybrid]
     if tile is None:  # a convolution template, at the configuration Inductor's autotuner chose
         ieee = _Planned("templates", Variant("Inductor max-autotune Triton templates"))
         tf32x3 = _Planned("templates", Variant(TEMPLATES_TF32X3, "tf32x3"), ieee.variant.label)

@@ -146,6 +146,20 @@ def test_a_gpu_convolution_template_gets_a_tf32x3_variant_that_falls_back_to_iee
     assert "input_precision='tf32x3'" in source and "allow_tf32" not in source
 
 
+def test_a_templates_capture_the_rewrite_cannot_read_is_one_refused_variant_not_a_failed_conversion():
+    """A launch grid the rewrite does not know (Inductor's combo kernels, for a cat of many inputs) once made the
+    planning raise, which ended the whole conversion; now the templates variant is refused with the reason and the
+    hybrid is still offered."""
+    captures = _cuda_matmul()
+    templates = captures["templates"]
+    wrapper = templates["wrapper"].replace("'grid_type': 'FixedGrid'", "'grid_type': 'SequentialComboKernelGrid'")
+    captures["templates"] = {**templates, "wrapper": wrapper}
+    plan = _plan(captures)
+    assert [(p.mode, p.variant.hybrid) for p in plan] == [("templates", False), ("default", True)]
+    with pytest.raises(RewriteError, match="SequentialComboKernelGrid launch grid, which is not supported"):
+        rewrite(captures["templates"], "", "task", plan[0].variant)
+
+
 def test_the_ieee_variant_is_the_captured_template_itself_when_it_has_the_ieee_tile(monkeypatch):
     captures = _cuda_matmul()
     monkeypatch.setattr(inductor, "IEEE_TILE", {**IEEE_TILE, "num_warps": 8})  # the fixture template's tile
