@@ -13,7 +13,14 @@ the templates take:
   the same modulo the dilation), over every dilation-th input element, interleaved;
 - dilated and strided along one axis: the kernel with zeros inserted between its taps, so the dilation is 1 (those
   zeros cost multiplications, which the candidate's measured speed shows);
-- 1-D: the 2-D convolution of a height-1 image.
+- 1-D: the 2-D convolution of a height-1 image;
+- depthwise (one group per input channel, at most `MAX_TAPS` kernel taps): the sum, tap by tap, of the padded
+  input's strided slices times each channel's weight: a stencil Inductor fuses into one pointwise kernel, where
+  the conv template would reduce over a single channel;
+- ungrouped with fewer than `FEW_CHANNELS` input channels (an image's 3 colours, say): the matrix product of
+  the input's patches (one row per output position, one column per channel and tap) with the weight, which the
+  matmul templates take with K spanning every channel and tap (padded with zeros to a multiple of the tiles'
+  BLOCK_K), where the conv template's K block would hold the few channels of one tap at a time.
 
 On the CPU the bias is added after the convolution: Inductor peels it off there only on a GPU, and its conv
 template, which has no bias input, would drop it.
@@ -28,6 +35,10 @@ from collections.abc import Sequence
 import torch
 
 aten = torch.ops.aten
+
+MAX_TAPS = 64
+FEW_CHANNELS = 16  # the conv template's smallest K block
+K_MULTIPLE = 32  # the BLOCK_K of the tiles the backend sets on a matmul template, which must divide K
 
 
 def convolution(
@@ -51,6 +62,10 @@ def convolution(
             x, weight, None, stride, padding, dilation, transposed, output_padding, groups
         )
         return unbiased + bias.reshape(-1, *([1] * dims))
+    if not transposed and groups > 1 and groups == x.shape[1] and math.prod(weight.shape[2:]) <= MAX_TAPS:
+        return _depthwise(x, weight, bias, stride, padding, dilation)
+    if not transposed and groups == 1 and x.shape[1] < FEW_CHANNELS:
+        return _patches_product(x, weight, bias, stride, padding, dilation)
     if not transposed and all(d == 1 for d in dilation) and dims in (2, 3):
         return NotImplemented
     if transposed and any(step > 1 for step in stride):
@@ -67,6 +82,71 @@ def convolution(
         )
         return flat.squeeze(2)
     return aten.convolution.default(x, weight, bias, stride, padding, [1] * dims, False, [0] * dims, groups)
+
+
+def _depthwise(x, weight, bias, stride, padding, dilation):
+    """A depthwise convolution (channel multiplier `out / in`) as the sum over its taps of each tap's weight times
+    the input slice it reads."""
+    channels_out = weight.shape[0]
+    multiplier = channels_out // x.shape[1]
+    if multiplier > 1:  # output channel o reads input channel o // multiplier
+        x = x.unsqueeze(2).expand(x.shape[0], x.shape[1], multiplier, *x.shape[2:]).flatten(1, 2)
+    taps = _taps(x, weight.shape[2:], stride, padding, dilation)
+    total = None
+    for index, tap in zip(itertools.product(*(range(k) for k in weight.shape[2:])), taps):
+        term = tap * weight[(slice(None), 0, *index)].reshape(1, channels_out, *([1] * len(index)))
+        total = term if total is None else total + term
+    if bias is not None:
+        total = total + bias.reshape(1, channels_out, *([1] * len(stride)))
+    return total
+
+
+def _patches_product(x, weight, bias, stride, padding, dilation):
+    """An ungrouped convolution as the matrix product of the input's patches, one row per output position and one
+    column per (channel, tap), with the weight flattened the same way; the output keeps the product's layout
+    (channels last)."""
+    batch, channels_out = x.shape[0], weight.shape[0]
+    kernel = weight.shape[2:]
+    dims = len(kernel)
+    patches = _padded(x, padding)
+    for a in range(dims):  # windows (one view, no copy: a stack of the taps would be one kernel per tap)
+        patches = patches.unfold(2 + a, dilation[a] * (kernel[a] - 1) + 1, stride[a])
+        patches = patches[(..., slice(None, None, dilation[a]))]
+    outputs = patches.shape[2 : 2 + dims]  # batch, channel, *outputs, *kernel
+    rows = patches.permute(0, *range(2, 2 + dims), 1, *range(2 + dims, 2 + 2 * dims))
+    rows = rows.reshape(batch * math.prod(outputs), -1)
+    columns = weight.reshape(channels_out, -1)
+    short = -rows.shape[1] % K_MULTIPLE  # zero columns, which add exact zeros to every sum
+    if short:
+        rows = aten.constant_pad_nd.default(rows, [0, short], 0.0)
+        columns = aten.constant_pad_nd.default(columns, [0, short], 0.0)
+    product = aten.mm.default(rows, columns.t())
+    if bias is not None:
+        product = product + bias
+    return product.reshape(batch, *outputs, channels_out).permute(0, dims + 1, *range(1, dims + 1))
+
+
+def _taps(x, kernel, stride, padding, dilation) -> list[torch.Tensor]:
+    """The slice of the zero-padded input that each kernel tap (in `itertools.product` order) multiplies."""
+    dims = len(kernel)
+    padded = _padded(x, padding)
+    sizes = padded.shape[2:]
+    outputs = [(sizes[a] - dilation[a] * (kernel[a] - 1) - 1) // stride[a] + 1 for a in range(dims)]
+    taps = []
+    for index in itertools.product(*(range(k) for k in kernel)):
+        tap = padded
+        for a, k in enumerate(index):
+            start = k * dilation[a]
+            tap = tap.narrow(2 + a, start, (outputs[a] - 1) * stride[a] + 1)[
+                (slice(None),) * (2 + a) + (slice(None, None, stride[a]),)
+            ]
+        taps.append(tap)
+    return taps
+
+
+def _padded(x, padding):
+    pads = [p for a in reversed(range(len(padding))) for p in (padding[a], padding[a])]
+    return aten.constant_pad_nd.default(x, pads, 0.0) if any(pads) else x
 
 
 def _by_phase(x, weight, bias, stride, padding, dilation, output_padding, groups):

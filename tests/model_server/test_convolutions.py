@@ -1,6 +1,6 @@
-"""The convolution decomposition of the templates capture: every transposed, dilated or 1-D convolution it
-rewrites computes what PyTorch's does (the same sums, the inserted zeros adding nothing), in eager and through
-Inductor; a convolution the templates take already is left to Inductor."""
+"""The convolution decomposition of the templates capture: every transposed, dilated, 1-D, depthwise or
+few-channel convolution it rewrites computes what PyTorch's does (the same sums, the inserted zeros adding
+nothing), in eager and through Inductor; a convolution the templates take already is left to Inductor."""
 
 from __future__ import annotations
 
@@ -27,14 +27,27 @@ TRANSPOSED = [
     ((5, 6), 4, 4, (2, 3), (4, 1), (0, 1), (3, 0), (1, 1), 2),  # stride past the kernel: phases with no tap
     ((20,), 4, 6, (5,), (1,), (0,), (0,), (3,), 2),  # stride 1, dilated: forward phases
 ]
-FORWARD = [  # dilated or 1-D
-    ((17,), 4, 6, (3,), (1,), (0,), (1,), 1),
+FORWARD = [  # dilated or 1-D, with enough input channels for the conv template
+    ((17,), 16, 6, (3,), (1,), (0,), (1,), 1),
     ((33,), 4, 8, (3,), (3,), (2,), (4,), 2),  # dilated and strided: the kernel spread with zeros
-    ((12, 14), 4, 6, (3, 5), (1, 2), (2, 4), (2, 3), 1),
+    ((12, 14), 16, 6, (3, 5), (1, 2), (2, 4), (2, 3), 1),
     ((12, 14), 4, 6, (3, 5), (2, 1), (2, 4), (1, 3), 2),  # strided along one axis, dilated along the other
-    ((16, 19), 4, 6, (5, 9), (1, 1), (2, 4), (2, 3), 1),  # KernelBench 80's kernel, smaller
-    ((9, 10), 2, 2, (3, 2), (1, 1), (0, 5), (4, 3), 1),  # padding past the kernel's reach, an odd phase count
+    ((16, 19), 16, 6, (5, 9), (1, 1), (2, 4), (2, 3), 1),  # KernelBench 80's kernel, smaller
+    ((9, 10), 16, 2, (3, 2), (1, 1), (0, 5), (4, 3), 1),  # padding past the kernel's reach, an odd phase count
     ((7, 8, 9), 4, 4, (3, 3, 3), (1, 1, 1), (1, 1, 1), (2, 1, 2), 2),
+]
+
+DEPTHWISE = [  # one group per input channel
+    ((9, 11), 4, 4, (3, 5), (1, 1), (1, 2), (1, 1)),
+    ((9, 11), 4, 8, (3, 3), (2, 1), (1, 1), (2, 1)),  # two output channels per input channel, strided, dilated
+    ((5, 6, 7), 4, 4, (3, 3, 3), (1, 2, 1), (1, 1, 1), (1, 1, 1)),
+    ((20,), 4, 4, (5,), (3,), (2,), (2,)),
+]
+FEW_CHANNELS = [  # ungrouped, fewer input channels than the conv template's K block
+    ((9, 10), 3, 5, (3, 2), (1, 2), (1, 0), (1, 2)),
+    ((6, 7, 8), 3, 4, (3, 3, 3), (1, 1, 1), (0, 0, 0), (1, 1, 1)),
+    ((12,), 2, 3, (3,), (2,), (1,), (2,)),
+    ((23, 21), 3, 4, (11, 11), (4, 4), (2, 2), (1, 1)),  # KernelBench 50's first AlexNet layer, smaller
 ]
 
 
@@ -74,6 +87,26 @@ def test_a_dilated_or_1d_convolution_is_an_undilated_2d_or_3d_one(case):
     torch.testing.assert_close(convolution(*args), expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("case", DEPTHWISE, ids=str)
+def test_a_depthwise_convolution_is_a_sum_over_its_taps(case):
+    size, c_in, c_out, kernel, stride, padding, dilation = case
+    args, expected = _forward(size, c_in, c_out, kernel, stride, padding, dilation, c_in)
+    traced = make_fx(lambda *a: aten_convolution(*a, *args[3:]), decomposition_table=templates_table())(*args[:3])
+    assert not [node for node in traced.graph.nodes if "convolution" in str(node.target)]
+    torch.testing.assert_close(traced(*args[:3]), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", FEW_CHANNELS, ids=str)
+def test_a_convolution_of_few_channels_is_a_product_of_the_inputs_patches(case):
+    args, expected = _forward(*case, 1)
+    traced = make_fx(lambda *a: aten_convolution(*a, *args[3:]), decomposition_table=templates_table())(*args[:3])
+    ops = {node.target for node in traced.graph.nodes if node.op == "call_function"}
+    assert torch.ops.aten.mm.default in ops and not [op for op in ops if "convolution" in str(op)]
+    got = traced(*args[:3])
+    assert got.shape == expected.shape
+    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+
+
 def test_a_convolution_the_templates_take_is_left_to_inductor():
     x, weight, _, *rest = _forward((8, 8), 4, 6, (3, 3), (2, 2), (1, 1), (1, 1), 2)[0]
     assert convolution(x, weight, None, *rest) is NotImplemented
@@ -82,7 +115,7 @@ def test_a_convolution_the_templates_take_is_left_to_inductor():
 def test_on_the_cpu_no_convolution_reaches_inductor_with_a_bias():
     """Inductor's conv template has no bias input, and on the CPU Inductor does not peel the bias off: traced with
     the table, every convolution is bias-free and the bias is an add after it."""
-    args, expected = _forward((8, 8), 4, 6, (3, 3), (1, 1), (1, 1), (1, 1), 1)
+    args, expected = _forward((8, 8), 16, 6, (3, 3), (1, 1), (1, 1), (1, 1), 1)
     x, weight, bias, *rest = args
     traced = make_fx(lambda x, w, b: aten_convolution(x, w, b, *rest), decomposition_table=templates_table())(
         x, weight, bias
@@ -100,6 +133,8 @@ def test_on_the_cpu_no_convolution_reaches_inductor_with_a_bias():
         lambda: _transposed(*TRANSPOSED[6]),
         lambda: _forward(*FORWARD[1]),
         lambda: _forward(*FORWARD[4]),
+        lambda: _forward(*DEPTHWISE[1], DEPTHWISE[1][1]),
+        lambda: _forward(*FEW_CHANNELS[1], 1),
     ],
     ids=[
         "transposed, stride 1",
@@ -107,6 +142,8 @@ def test_on_the_cpu_no_convolution_reaches_inductor_with_a_bias():
         "transposed 3-D, strided",
         "1-D, dilated",
         "2-D, dilated by phase",
+        "depthwise 2-D, two outputs per channel",
+        "3-D, three input channels",
     ],
 )
 def test_inductor_compiles_the_rewritten_convolutions_to_the_same_result(made):

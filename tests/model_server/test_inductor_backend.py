@@ -225,10 +225,11 @@ def test_forward_refuses_shapes_and_scalars_other_than_the_examples(pool, tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["conv_transpose_strided", "conv1d_dilated"])
+@pytest.mark.parametrize("name", ["conv_transpose_strided", "conv1d_dilated", "conv_few_channels_depthwise"])
 def test_on_the_cpu_a_convolution_becomes_a_triton_template_that_verifies(pool, tmp_path, name):
-    """A strided transposed convolution (by output phase) and a dilated 1-D one (by phase, as 2-D), with a bias
-    (added after the template, which has no bias input): all Triton, correct in Triton's interpreter."""
+    """A strided transposed convolution (by output phase), a dilated 1-D one (by phase, as 2-D), and an RGB
+    convolution (a product of patches) then a depthwise one (a sum over taps), each with a bias (added after the
+    template, which has no bias input): all Triton, correct in Triton's interpreter."""
     task = TASKS / f"{name}.py"
     made, _ = collect(InductorBackend(cache=tmp_path / "cache"), GenerationRequest(Task.from_file(task), 4, "cpu"))
     [template] = [g for g in made if g.policy == "strict"]
@@ -378,6 +379,23 @@ def test_on_a_gpu_a_convolution_the_templates_did_not_take_gets_verified_triton_
     templates = [a for a in outcome.attempts if a.label.startswith("Inductor max-autotune Triton templates")]
     assert len(templates) == 2 and all(a.report.verdict == "correct" for a in templates), verdicts
     assert all(a.policy == "strict" and "extern_kernels" not in a.source for a in templates), verdicts
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_on_a_gpu_few_channel_and_depthwise_convolutions_are_converted_to_verified_triton(tmp_path):
+    """An RGB convolution (a product of patches, on the matmul templates) then a depthwise one (a sum over taps):
+    the chosen candidate is all Triton and correct, in IEEE and tf32x3 alike."""
+    task = FIXTURES / "gpu" / "conv_few_channels_depthwise.py"
+    request = ConvertRequest(task=task.read_text(), task_name="rgb_depthwise", samples=4, rounds=1, trials=2)
+    with VerifierPool(size=2, device="cuda") as gpu:
+        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
+    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    strict = [a for a in outcome.attempts if a.policy == "strict"]
+    assert strict and all(a.report.verdict == "correct" for a in strict), verdicts
+    assert {"IEEE", "tf32x3"} <= {"tf32x3" if "tf32x3" in a.label else "IEEE" for a in strict}, verdicts
+    assert outcome.best is not None and outcome.best.policy == "strict", verdicts
+    assert "extern_kernels" not in outcome.best.source
 
 
 @pytest.mark.gpu
