@@ -17,7 +17,7 @@ from training import data, eval, grpo, runs, scratch, sft, synth
 from verifier import Task
 
 REWARD_CURVE = Path(__file__).parents[2] / "benchmarks" / "reward_curve.py"
-SEED = 4  # synthetic tasks 4-8: four land in the train split and one in the held-out test split
+SEED = 7  # synthetic tasks 7 and 8: one lands in the train split, the other in the held-out test split
 
 
 @pytest.mark.slow
@@ -25,10 +25,10 @@ def test_data_sft_grpo_and_eval_run_end_to_end_on_a_cpu(tmp_path, capsys):
     corpus, model, sft_run, grpo_run, results = (tmp_path / name for name in ("data", "model", "sft", "grpo", "eval"))
     common = ["--val-fraction", "0", "--test-fraction", "0.2", "--seed", str(SEED)]
     assert (
-        data.main(["--output-dir", str(corpus), "--synthetic", "5", "--device", "cpu", "--trials", "2", *common]) == 0
+        data.main(["--output-dir", str(corpus), "--synthetic", "2", "--device", "cpu", "--trials", "2", *common]) == 0
     )
     sheet = json.loads((corpus / "datasheet.json").read_text())
-    assert sheet["splits"] == {"train": 4, "test": 1}
+    assert sheet["splits"] == {"train": 1, "test": 1}
     assert sheet["sft"]["pairs"]["autotriton"] >= 1, sheet
 
     assert scratch.main(["--output-dir", str(model), "--data", str(corpus), "--max-length", "8192"]) == 0
