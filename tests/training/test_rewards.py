@@ -78,7 +78,7 @@ def test_a_crashing_or_hanging_completion_costs_only_its_own_reward(pool):
         "    def forward(self, x, y):\n", "    def forward(self, x, y):\n        while True:\n            pass\n"
     )
     assert crash != GOOD and hang != GOOD
-    rewards = VerifierRewards(pool, "autotriton", trials=2, timeout=10)
+    rewards = VerifierRewards(pool, "autotriton", trials=2, timeout=4)
     started = time.monotonic()
     scores = _rewards(rewards, [_chat(crash), _chat(GOOD), _chat(hang)])
     assert [s[0] for s in scores] == [0.0, 1.0, 0.0]
