@@ -30,7 +30,7 @@ def test_second_verification_reuses_warm_sandboxes(pool):
     ("hostile", "verdict"), [("zoo/memory_bomb.py", "crashed"), ("zoo/hang_in_kernel.py", "timeout")]
 )
 def test_next_candidate_is_unaffected_by_a_killed_one(pool, hostile, verdict):
-    bad = pool.verify(*pair(ADD, FIXTURES / hostile), trials=2, timeout=8, memory_limit=1024**3)
+    bad = pool.verify(*pair(ADD, FIXTURES / hostile), trials=2, timeout=4, memory_limit=1024**3)
     assert bad.verdict == verdict
     good = pool.verify(*pair(ADD, GOOD), trials=2)
     assert good.verdict == "correct", good.message
@@ -60,7 +60,7 @@ def test_invalid_options_are_rejected_before_running():
 def test_without_isolation_runs_still_happen_in_killable_processes_with_a_warning():
     with VerifierPool(size=1, device="cpu", isolate=False) as pool:
         good = pool.verify(*pair(ADD, GOOD), trials=2)
-        hung = pool.verify(*pair(ADD, FIXTURES / "zoo/hang_at_import.py"), trials=2, timeout=5)
+        hung = pool.verify(*pair(ADD, FIXTURES / "zoo/hang_at_import.py"), trials=2, timeout=3)
     assert good.verdict == "correct"
     assert good.isolation["method"] == "process"
     assert good.isolation["network"] == "host"
