@@ -279,7 +279,7 @@ async def test_editor_settings_steer_the_audit_and_bad_ones_are_named_once(clien
 def _slow_file(tmp_path) -> tuple[str, str]:
     """A large generated file whose audit takes a while, with the time budget raised so it runs to the end."""
     (tmp_path / "pyproject.toml").write_text("[tool.tritonize.audit]\ntime-budget = 120\n")
-    return (tmp_path / "slow.py").as_uri(), many_kernels(6000)
+    return (tmp_path / "slow.py").as_uri(), many_kernels(4000)
 
 
 @pytest.mark.asyncio
