@@ -144,6 +144,10 @@ def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
+
+
 def _summary(rows: list[dict]) -> str:
     correct = [r for r in rows if r["verdict"] == "correct"]
     strict = [r for r in correct if r["policy"] == "strict"]
@@ -151,7 +155,8 @@ def _summary(rows: list[dict]) -> str:
     seconds = sorted(r["seconds"] for r in rows)
     lines = [
         "",
-        f"tasks {len(rows)}: verified {len(correct)} ({len(strict)} all-Triton, {len(correct) - len(strict)} hybrid)",
+        f"tasks {len(rows)}: verified {len(correct)} ({_share(len(correct), len(rows))}), all-Triton {len(strict)} "
+        f"({_share(len(strict), len(rows))}), hybrid {len(correct) - len(strict)}",
         f"an all-Triton candidate verified (chosen or not): {len(strict_verified)} of {len(rows)} tasks",
     ]
     if seconds:
@@ -160,6 +165,8 @@ def _summary(rows: list[dict]) -> str:
             f"conversion time: median {statistics.median(seconds):.1f} s, max {seconds[-1]:.1f} s, "
             f"{within} of {len(seconds)} within 60 s"
         )
+    slow = sorted((r["vs_compile"], r["task"]) for r in correct if r.get("vs_compile") and r["vs_compile"] < 0.9)
+    lines.append(f"below 0.9x vs compile: {len(slow)}" + "".join(f"\n  {x:.2f}x {task}" for x, task in slow))
     for name, subset in (("all verified", correct), ("with a matmul/conv", [r for r in correct if r["library"]])):
         for key in ("vs_eager", "vs_compile"):
             values = [r[key] for r in subset if r.get(key)]
