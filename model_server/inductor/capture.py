@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import inspect
 import json
+import os
 import re
 import sys
 import time
@@ -286,4 +287,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # the result is out: skip the interpreter's shutdown, where Inductor waits seconds for its compile workers
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
