@@ -103,8 +103,7 @@ def _depthwise(x, weight, bias, stride, padding, dilation):
 
 def _patches_product(x, weight, bias, stride, padding, dilation):
     """An ungrouped convolution as the matrix product of the input's patches, one row per output position and one
-    column per (channel, tap), with the weight flattened the same way; the output keeps the product's layout
-    (channels last)."""
+    column per (channel, tap), with the weight flattened the same way."""
     batch, channels_out = x.shape[0], weight.shape[0]
     kernel = weight.shape[2:]
     dims = len(kernel)
@@ -123,7 +122,8 @@ def _patches_product(x, weight, bias, stride, padding, dilation):
     product = aten.mm.default(rows, columns.t())
     if bias is not None:
         product = product + bias
-    return product.reshape(batch, *outputs, channels_out).permute(0, dims + 1, *range(1, dims + 1))
+    channels_last = product.reshape(batch, *outputs, channels_out).permute(0, dims + 1, *range(1, dims + 1))
+    return channels_last.contiguous()  # the layout PyTorch's convolution gives, which a `view` after it may need
 
 
 def _taps(x, kernel, stride, padding, dilation) -> list[torch.Tensor]:

@@ -93,7 +93,9 @@ def test_a_depthwise_convolution_is_a_sum_over_its_taps(case):
     args, expected = _forward(size, c_in, c_out, kernel, stride, padding, dilation, c_in)
     traced = make_fx(lambda *a: aten_convolution(*a, *args[3:]), decomposition_table=templates_table())(*args[:3])
     assert not [node for node in traced.graph.nodes if "convolution" in str(node.target)]
-    torch.testing.assert_close(traced(*args[:3]), expected, rtol=1e-12, atol=1e-12)
+    got = traced(*args[:3])
+    assert got.is_contiguous()
+    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("case", FEW_CHANNELS, ids=str)
@@ -103,7 +105,7 @@ def test_a_convolution_of_few_channels_is_a_product_of_the_inputs_patches(case):
     ops = {node.target for node in traced.graph.nodes if node.op == "call_function"}
     assert torch.ops.aten.mm.default in ops and not [op for op in ops if "convolution" in str(op)]
     got = traced(*args[:3])
-    assert got.shape == expected.shape
+    assert got.shape == expected.shape and got.is_contiguous()
     torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
 
 
@@ -158,6 +160,23 @@ def test_inductor_compiles_the_rewritten_convolutions_to_the_same_result(made):
     torch._dynamo.reset()
     compiled = torch.compile(conv, backend=lambda gm, inputs: compile_fx(gm, inputs, decompositions=table))
     torch.testing.assert_close(compiled(x, weight, bias), expected, rtol=1e-10, atol=1e-10)
+
+
+def test_a_view_after_a_rewritten_convolution_compiles():
+    """PyTorch's convolution output is contiguous and user code views it so (a flatten before a linear layer); the
+    patches product came out channels last, and the view failed inside torch.compile."""
+    torch.manual_seed(0)
+    weight = torch.randn(8, 3, 3, 3)
+
+    def features(x):
+        y = F.conv2d(x, weight, padding=1)
+        return y.view(y.shape[0], -1) * 2
+
+    x = torch.randn(2, 3, 8, 8)
+    table = templates_table()
+    torch._dynamo.reset()
+    compiled = torch.compile(features, backend=lambda gm, inputs: compile_fx(gm, inputs, decompositions=table))
+    torch.testing.assert_close(compiled(x), features(x), rtol=1e-5, atol=1e-5)
 
 
 def aten_convolution(*args):
