@@ -225,12 +225,12 @@ def test_forward_refuses_shapes_and_scalars_other_than_the_examples(pool, tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["conv_transpose_strided", "conv1d_dilated", "conv_few_channels_depthwise"])
-def test_on_the_cpu_a_convolution_becomes_a_triton_template_that_verifies(pool, tmp_path, name):
-    """A strided transposed convolution (by output phase), a dilated 1-D one (by phase, as 2-D), and an RGB
-    convolution (a product of patches) then a depthwise one (a sum over taps), each with a bias (added after the
-    template, which has no bias input): all Triton, correct in Triton's interpreter."""
-    task = TASKS / f"{name}.py"
+def test_on_the_cpu_every_rewritten_convolution_becomes_triton_that_verifies(pool, tmp_path):
+    """One task with each convolution the templates capture rewrites (a product of patches, a sum over taps, a
+    strided transposed one by output phase, a dilated 1-D one by phase as 2-D), each with a bias (added after the
+    template, which has no bias input), and a view of a convolution's output: all Triton, correct in Triton's
+    interpreter."""
+    task = TASKS / "conv_rewrites.py"
     made, _ = collect(InductorBackend(cache=tmp_path / "cache"), GenerationRequest(Task.from_file(task), 4, "cpu"))
     [template] = [g for g in made if g.policy == "strict"]
     assert template.label == "Inductor max-autotune Triton templates" and "extern_kernels" not in template.source
