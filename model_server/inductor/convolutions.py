@@ -91,9 +91,8 @@ def _depthwise(x, weight, bias, stride, padding, dilation):
     multiplier = channels_out // x.shape[1]
     if multiplier > 1:  # output channel o reads input channel o // multiplier
         x = x.unsqueeze(2).expand(x.shape[0], x.shape[1], multiplier, *x.shape[2:]).flatten(1, 2)
-    taps = _taps(x, weight.shape[2:], stride, padding, dilation)
     total = None
-    for index, tap in zip(itertools.product(*(range(k) for k in weight.shape[2:])), taps):
+    for index, tap in _taps(x, weight.shape[2:], stride, padding, dilation):
         term = tap * weight[(slice(None), 0, *index)].reshape(1, channels_out, *([1] * len(index)))
         total = term if total is None else total + term
     if bias is not None:
@@ -126,21 +125,18 @@ def _patches_product(x, weight, bias, stride, padding, dilation):
     return channels_last.contiguous()  # the layout PyTorch's convolution gives, which a `view` after it may need
 
 
-def _taps(x, kernel, stride, padding, dilation) -> list[torch.Tensor]:
-    """The slice of the zero-padded input that each kernel tap (in `itertools.product` order) multiplies."""
-    dims = len(kernel)
+def _taps(x, kernel, stride, padding, dilation) -> list[tuple[tuple[int, ...], torch.Tensor]]:
+    """Each kernel tap's index (in `itertools.product` order) and the slice of the zero-padded input it multiplies."""
     padded = _padded(x, padding)
     sizes = padded.shape[2:]
-    outputs = [(sizes[a] - dilation[a] * (kernel[a] - 1) - 1) // stride[a] + 1 for a in range(dims)]
+    outputs = [(sizes[a] - dilation[a] * (kernel[a] - 1) - 1) // stride[a] + 1 for a in range(len(kernel))]
     taps = []
     for index in itertools.product(*(range(k) for k in kernel)):
-        tap = padded
-        for a, k in enumerate(index):
-            start = k * dilation[a]
-            tap = tap.narrow(2 + a, start, (outputs[a] - 1) * stride[a] + 1)[
-                (slice(None),) * (2 + a) + (slice(None, None, stride[a]),)
-            ]
-        taps.append(tap)
+        reads = [
+            slice(k * dilation[a], k * dilation[a] + (outputs[a] - 1) * stride[a] + 1, stride[a])
+            for a, k in enumerate(index)
+        ]
+        taps.append((index, padded[(slice(None), slice(None), *reads)]))
     return taps
 
 
