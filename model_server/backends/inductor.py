@@ -14,7 +14,15 @@ from importlib import metadata
 from pathlib import Path
 
 from model_server.backends.base import BackendError, Batch, Generated, GenerationRequest
-from model_server.inductor.rewrite import RewriteError, Variant, matmul_tile, rewrite, uses_dot, uses_library
+from model_server.inductor.rewrite import (
+    RewriteError,
+    Variant,
+    matmul_tile,
+    rewrite,
+    uses_dot,
+    uses_library,
+    uses_library_convolution,
+)
 from verifier import cache_dir, default_memory_limit, inductor_cache_dir, run_isolated
 
 CAPTURE_FORMAT = 11  # bump when what `capture` records changes, so cached captures are made again
@@ -24,7 +32,7 @@ CAPTURE_FORMAT = 11  # bump when what `capture` records changes, so cached captu
 # The templates compile is an extra: where it takes longer than this (autotuning a convolution's templates on a
 # busy machine), it is stopped and the default capture's candidates go ahead, so a conversion stays near a minute.
 TEMPLATES_SECONDS = 45.0
-HYBRID_RANK = 3  # the lowest place `_plan` gives the default capture's hybrid candidate, whatever the templates
+HYBRID_RANK = 3  # the lowest place `_plan` gives the default capture's early candidates, whatever the templates
 # Matmul templates are captured with one configuration, not autotuned (H100, 2026-11-25: a 1024x8192x8192
 # GEMM's templates compile took 43.4 s autotuned and 24.9 s with one configuration, pool included), and the
 # variants set their own tiles. These won on Hopper: tf32x3 (three TF32 tensor-core products per step) at
@@ -35,7 +43,17 @@ TF32X3_TILES = (
     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4},
 )
 IEEE_TILE = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
+# The project's implicit-GEMM convolution in place of cuDNN's (`model_server/inductor/conv_gemm.py`). On KernelBench's
+# 32-64-channel convolutions, channels last (H200, 2026-11-28, `benchmarks/conv_gemm.py`), the better of these two
+# tiles at tf32x3 ran at 2.0-2.1x of cuDNN's fp32; IEEE fp32 at 0.6x, kept as the fallback.
+OWN_CONV_TILES = (
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4, "precision": "tf32x3"},
+    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3, "precision": "tf32x3"},
+)
+OWN_CONV_IEEE = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4, "num_stages": 3, "precision": "ieee"}
 TEMPLATES_TF32X3 = "Inductor max-autotune Triton templates, tf32x3"
+HYBRID = "Inductor's default: library call + fused Triton"
+OWN_CONV = "Inductor's default with the project's implicit-GEMM convolution"
 LIBRARY_REWRITTEN = "Inductor, library ops rewritten as Triton"
 TUNED = "Inductor's kernels, coordinate-descent tuned"
 UNNEEDED_BECAUSE = {
@@ -101,7 +119,8 @@ class InductorBackend:
 
     def _candidates(self, captures: dict[str, dict], request: GenerationRequest):
         """(planned, generated) for every variant that rewrites, in order; and why the others could not (a
-        rewrite's refusal, a capture's error; not a templates compile stopped because nothing needed it)."""
+        rewrite's refusal, once where variants share it; a capture's error; not a templates compile stopped
+        because nothing needed it)."""
         made, refusals = [], []
         for planned in _plan(captures):
             captured = captures.get(planned.mode)
@@ -110,7 +129,8 @@ class InductorBackend:
             try:
                 source = rewrite(captured, request.task.source, request.task.file_name, planned.variant)
             except RewriteError as exc:
-                refusals.append(f"{planned.variant.label}: {exc}")
+                if not any(refusal.endswith(f": {exc}") for refusal in refusals):  # another tile, the same reason
+                    refusals.append(f"{planned.variant.label}: {exc}")
                 continue
             policy = "hybrid" if planned.variant.hybrid else "strict"
             made.append((planned, Generated(source, planned.variant.label, policy)))
@@ -161,14 +181,15 @@ class InductorBackend:
         return captures, handed
 
     def _early_candidates(self, default: dict, request: GenerationRequest) -> list[Generated]:
-        """The default capture's hybrid candidate, where it will be among the first `request.samples` whatever
-        the templates compile brings (`_plan` ranks it at worst HYBRID_RANK)."""
+        """The default capture's candidates that will be among the first `request.samples` whatever the templates
+        compile brings (`_plan` ranks them below HYBRID_RANK): its hybrid, and its first own-convolution one."""
         if request.round != 1 or request.samples < HYBRID_RANK:
             return []
         if "error" in default or not uses_library(default):
             return []
         made, _ = self._candidates({"default": default}, request)
-        return [generated for _, generated in made]
+        early = {planned.variant.label for planned in _plan({"default": default})[: HYBRID_RANK - 1]}
+        return [generated for planned, generated in made if planned.variant.label in early]
 
     def _capture(
         self, request: GenerationRequest, task_source: bytes, mode: str, unneeded: threading.Event | None
@@ -278,7 +299,9 @@ def _failure_as_error(extra: Future, default_ok: bool, what: str) -> dict:
 
 
 def _plan(captures: dict[str, dict]) -> list[_Planned]:
-    """The variants worth verifying for these captures, best first."""
+    """The variants worth verifying for these captures, best first. The default capture's first own-convolution
+    variant and its hybrid always rank below HYBRID_RANK, so they can be handed over before the templates
+    compile ends."""
     default = captures.get("default", {})
     templates = captures.get("templates", {"error": "not captured"})
     default_ok, templates_ok = "error" not in default, "error" not in templates
@@ -287,24 +310,25 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
         if "error" in tuned or tuned["configs"] == default["configs"]:
             return [_Planned("default", Variant())]
         return [_Planned("tuned", Variant(TUNED)), _Planned("default", Variant())]
-    hybrid = [_Planned("default", Variant("Inductor's default: library call + fused Triton", hybrid=True))]
-    hybrid = hybrid if default_ok else []
+    hybrid = [_Planned("default", Variant(HYBRID, hybrid=True))] if default_ok else []
+    own, own_fallback = _own_convolutions(default)
+    early = [*own[:1], *hybrid]
     if not templates_ok:
-        return hybrid
+        return [*early, *own[1:], *own_fallback]
     if uses_library(templates):
-        return [*hybrid, _Planned("templates", Variant("Inductor max-autotune + library call", hybrid=True))]
+        return [*early, *own[1:], _Planned("templates", Variant("Inductor max-autotune + library call", hybrid=True))]
     if not uses_dot(templates):  # the library op was a pool, now Inductor's own pointwise or reduction Triton
-        return [_Planned("templates", Variant(LIBRARY_REWRITTEN)), *hybrid]
+        return [_Planned("templates", Variant(LIBRARY_REWRITTEN)), *early, *own[1:], *own_fallback]
     if templates.get("device") == "cpu":  # Triton's interpreter: no tensor cores, no timing to choose a tile by
-        return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *hybrid]
+        return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *early]
     try:
         tile = matmul_tile(templates)
     except RewriteError:  # the rewrite of this capture fails too, and says why where the candidate is made
-        return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *hybrid]
+        return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *early, *own[1:]]
     if tile is None:  # a convolution template, at the configuration Inductor's autotuner chose
         ieee = _Planned("templates", Variant("Inductor max-autotune Triton templates"))
         tf32x3 = _Planned("templates", Variant(TEMPLATES_TF32X3, "tf32x3"), ieee.variant.label)
-        return [tf32x3, *hybrid, ieee]
+        return [*early, *own[1:], tf32x3, ieee, *own_fallback]
     captured = _Planned("templates", Variant(f"Inductor max-autotune template, IEEE fp32, {_describe(tile)}"))
     if all(tile.get(key) == value for key, value in IEEE_TILE.items()):
         ieee, captured_if_other = captured, []
@@ -322,7 +346,25 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
         )
         for tile in TF32X3_TILES
     ]
-    return [*tf32x3[:2], *hybrid, ieee, *tf32x3[2:], *captured_if_other]
+    lead = [tf32x3[0], *early, tf32x3[1]] if own else [*tf32x3[:2], *hybrid]
+    return [*lead, ieee, *own[1:], *tf32x3[2:], *captured_if_other, *own_fallback]
+
+
+def _own_convolutions(default: dict) -> tuple[list[_Planned], list[_Planned]]:
+    """The default capture with the project's convolution kernel in place of cuDNN's, at each tile, and the IEEE
+    variant they fall back to (none on the CPU, where one variant is enough: nothing times the tiles there)."""
+    if "error" in default or not uses_library_convolution(default):
+        return [], []
+    fallback = _Planned("default", Variant(_describe_own(OWN_CONV_IEEE), conv=OWN_CONV_IEEE))
+    on_cpu = default.get("device") == "cpu"
+    tiles = OWN_CONV_TILES[:1] if on_cpu else OWN_CONV_TILES
+    own = [_Planned("default", Variant(_describe_own(t), conv=t), fallback.variant.label) for t in tiles]
+    return own, [] if on_cpu else [fallback]
+
+
+def _describe_own(conv: dict) -> str:
+    precision = "IEEE fp32" if conv["precision"] == "ieee" else conv["precision"]
+    return f"{OWN_CONV}, {precision}, {_describe(conv)}"
 
 
 def _describe(tile: dict) -> str:

@@ -16,6 +16,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from model_server.inductor.conv_calls import ConvCallError, replace_convolutions
 from verifier.audit import SourceIndex
 
 LIBDEVICE_ON_INTERPRETER = {"abs", "ceil", "cos", "erf", "exp", "exp2", "floor", "fma", "log", "log2", "rsqrt"}
@@ -48,13 +49,16 @@ class Variant:
 
     `precision` rewrites every `tl.dot` to that input precision (`tf32x3`: three TF32 tensor-core products, as
     accurate as fp32); `tile` sets a matmul template's BLOCK_M/N/K, GROUP_M, num_warps and num_stages; `hybrid`
-    keeps Inductor's library calls as torch calls instead of refusing them.
+    keeps Inductor's library calls as torch calls instead of refusing them; `conv` launches the project's own
+    implicit-GEMM kernel in place of each library convolution, at its tile (BLOCK_M/N/K, num_warps, num_stages)
+    and dot `precision`.
     """
 
     label: str = DEFAULT_LABEL
     precision: str | None = None
     tile: dict | None = None
     hybrid: bool = False
+    conv: dict | None = None
 
 
 @dataclass
@@ -83,8 +87,12 @@ def rewrite(captured: dict, task_source: str, task_name: str = "task", variant: 
     kernel_sources = [converter.convert(kernel) for kernel in kernels.values()]
     if variant.precision and not converter.dots:
         raise RewriteError(f"no `tl.dot` to run at {variant.precision} precision")
+    statements = _launcher_statements(wrapper)
+    if variant.conv:
+        statements = _own_convolutions(statements, wrapper, kernels, variant.conv)
+        kernel_sources += [converter.convert(kernel) for kernel in list(kernels.values())[len(kernel_sources) :]]
     helpers = _helper_sources(captured["helpers"], converter.helpers, converter)
-    forward_body = _forward_body(_launcher_statements(wrapper), kernels, captured, variant.hybrid)
+    forward_body = _forward_body(statements, kernels, captured, variant.hybrid)
     if not kernels:
         library = re.search(r"\bextern_kernels\.\w+", captured["wrapper"])
         if library:
@@ -114,6 +122,12 @@ def uses_library(captured: dict) -> bool:
     """Whether Inductor hands part of the task to a library (an extern kernel or an ATen fallback)."""
     launcher = "\n".join(ast.unparse(stmt) for stmt in _launcher_statements(ast.parse(captured["wrapper"])))
     return re.search(r"\b(extern_kernels|aten|torch\.ops)\.\w+", launcher) is not None
+
+
+def uses_library_convolution(captured: dict) -> bool:
+    """Whether Inductor hands a convolution to the library (cuDNN on a GPU), which the project's kernel can take."""
+    launcher = "\n".join(ast.unparse(stmt) for stmt in _launcher_statements(ast.parse(captured["wrapper"])))
+    return re.search(r"\bextern_kernels\.convolution\(", launcher) is not None
 
 
 def uses_dot(captured: dict) -> bool:
@@ -166,6 +180,25 @@ def _kernels(wrapper: str, configs: dict) -> dict[str, Kernel]:
         readable = _readable_name(name, len(found))
         found[name] = Kernel(name, readable, function, grid_type, config, template_launch, companions=companions)
     return found
+
+
+def _own_convolutions(
+    statements: list[ast.stmt], wrapper: ast.Module, kernels: dict[str, Kernel], conv: dict
+) -> list[ast.stmt]:
+    """The launcher with its library convolutions replaced by the project's kernels, which join `kernels`."""
+    try:
+        replaced, own = replace_convolutions(statements, _example_arguments(wrapper), conv, len(kernels))
+    except ConvCallError as exc:
+        raise RewriteError(f"the project's convolution kernel cannot replace the library call: {exc}") from exc
+    if not own:
+        raise RewriteError("no library convolution for the project's convolution kernel to replace")
+    for kernel in own:
+        function = ast.parse(kernel.source).body[0]
+        config = {"kwargs": {}, "num_warps": kernel.num_warps, "num_stages": kernel.num_stages}
+        kernels[kernel.name] = Kernel(
+            kernel.name, kernel.name, function, "FixedGrid", config, {"grid_args": kernel.grid_args}
+        )
+    return replaced
 
 
 def _is_jit(function: ast.FunctionDef) -> bool:

@@ -11,7 +11,9 @@ with the task's source beside it; a task of benchmarks/tasks/published/ is store
 `--as-backend` captures what the backend would on that device: the default compile, and on a GPU the templates
 compile too where the default one calls a library, the tuned one where it does not. Inductor's helper module is
 stored once per torch version under helpers/. `update` rewrites every expected output (NAME...py, or
-NAME...refused.txt when the rewrite refuses) with the current rewrite. Re-capture when torch changes; update only
+NAME...refused.txt when the rewrite refuses) with the current rewrite, and for each default capture that hands a
+convolution to the library, the variant with the project's own convolution kernel (NAME.DEVICE.own-conv.py or
+.own-conv.refused.txt). Re-capture when torch changes; update only
 after reading the diff of the expected files.
 """
 
@@ -25,8 +27,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from model_server.backends.inductor import _capture_flags
-from model_server.inductor.rewrite import RewriteError, rewrite, uses_library
+from model_server.backends.inductor import OWN_CONV_TILES, _capture_flags, _describe_own
+from model_server.inductor.rewrite import RewriteError, Variant, rewrite, uses_library, uses_library_convolution
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "inductor"
@@ -55,6 +57,25 @@ def rewritten(path: Path) -> tuple[str, bool]:
     capture, task, name = load(path)
     try:
         return rewrite(capture, task, name), False
+    except RewriteError as exc:
+        return str(exc) + "\n", True
+
+
+def own_conv_fixtures() -> list[Path]:
+    """The default captures that hand a convolution to the library: the own-convolution variant applies."""
+    return [path for path in fixtures() if "-" not in path.stem and uses_library_convolution(load(path)[0])]
+
+
+def own_conv_expected_path(path: Path, refused: bool) -> Path:
+    return path.with_suffix(".own-conv.refused.txt" if refused else ".own-conv.py")
+
+
+def rewritten_own_conv(path: Path) -> tuple[str, bool]:
+    """The rewrite of a default capture with the project's convolution kernel at the backend's first tile."""
+    capture, task, name = load(path)
+    variant = Variant(_describe_own(OWN_CONV_TILES[0]), conv=OWN_CONV_TILES[0])
+    try:
+        return rewrite(capture, task, name, variant), False
     except RewriteError as exc:
         return str(exc) + "\n", True
 
@@ -96,6 +117,10 @@ def update() -> None:
         text, refused = rewritten(path)
         expected_path(path, not refused).unlink(missing_ok=True)
         expected_path(path, refused).write_text(text)
+    for path in own_conv_fixtures():
+        text, refused = rewritten_own_conv(path)
+        own_conv_expected_path(path, not refused).unlink(missing_ok=True)
+        own_conv_expected_path(path, refused).write_text(text)
 
 
 def main() -> None:

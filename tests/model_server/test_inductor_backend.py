@@ -241,6 +241,26 @@ def test_on_the_cpu_every_rewritten_convolution_becomes_triton_that_verifies(poo
 
 
 @pytest.mark.slow
+def test_on_the_cpu_library_convolutions_become_the_project_s_kernel_that_verifies(pool, tmp_path):
+    """A channels-last 2-D convolution with a bias, a channels-first 3-D one (copied channels last first) and a
+    grouped dilated 1-D one, which Inductor's default compile hands to the library: the variant with the
+    project's implicit-GEMM kernel in their place is all Triton and correct in Triton's interpreter, and is
+    handed over before the templates compile ends."""
+    task = TASKS / "conv_gemm.py"
+    generator = InductorBackend(cache=tmp_path / "cache").generate(GenerationRequest(Task.from_file(task), 4, "cpu"))
+    first = next(generator)
+    [own] = [g for g in first.candidates if g.policy == "strict"]
+    assert first.more and own.label.startswith(inductor.OWN_CONV)
+    assert "extern_kernels" not in own.source and "torch.convolution" not in own.source
+    assert own.source.count("channels_last_kernel_") == 4 and own.source.count("convolution_gemm_kernel_") == 6
+    candidate = tmp_path / "own.py"
+    candidate.write_text(own.source)
+    report = pool.verify(*pair(task, candidate), trials=2)
+    assert report.verdict == "correct" and report.reward == 1.0, report.summary()
+    generator.close()
+
+
+@pytest.mark.slow
 def test_on_the_cpu_pools_inductor_hands_to_aten_become_triton_that_verifies(pool, tmp_path):
     """A 27-element overlapping average pool and an uneven adaptive one: the default capture calls ATen for both,
     the templates capture's rewrite makes them Inductor's own Triton, correct in Triton's interpreter."""
@@ -370,9 +390,10 @@ def test_on_a_gpu_a_long_k_matmul_converts_to_an_all_triton_tf32x3_template(tmp_
 def test_on_a_gpu_a_convolution_the_templates_did_not_take_gets_verified_triton_templates(tmp_path, name):
     """A strided transposed convolution (by output phase) and a dilated 1-D one (by phase, as 2-D) become
     convolutions Inductor's templates take: their template candidates, IEEE and tf32x3, are all Triton and
-    correct, where before the only candidate was cuDNN's."""
+    correct, where before the only candidate was cuDNN's. Six samples: the dilated 1-D one also gets the
+    project's own kernel (three variants) ahead of the templates."""
     task = FIXTURES / "gpu" / f"{name}.py"
-    request = ConvertRequest(task=task.read_text(), task_name=name, samples=4, rounds=1, trials=2)
+    request = ConvertRequest(task=task.read_text(), task_name=name, samples=6, rounds=1, trials=2)
     with VerifierPool(size=2, device="cuda") as gpu:
         outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
     verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
@@ -396,6 +417,22 @@ def test_on_a_gpu_few_channel_and_depthwise_convolutions_are_converted_to_verifi
     assert {"IEEE", "tf32x3"} <= {"tf32x3" if "tf32x3" in a.label else "IEEE" for a in strict}, verdicts
     assert outcome.best is not None and outcome.best.policy == "strict", verdicts
     assert "extern_kernels" not in outcome.best.source
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_on_a_gpu_library_convolutions_become_the_project_s_kernel_and_it_is_chosen(tmp_path):
+    """A 64-channel 2-D convolution and a 32-channel 3-D one, which kept cuDNN: the variants with the project's
+    implicit-GEMM kernel verify, all Triton, and one is chosen over the hybrid (it ran at 2x of cuDNN's fp32)."""
+    task = FIXTURES / "gpu" / "conv_channels.py"
+    request = ConvertRequest(task=task.read_text(), task_name="conv_channels", samples=4, rounds=1, trials=2)
+    with VerifierPool(size=2, device="cuda") as gpu:
+        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
+    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    own = [a for a in outcome.attempts if a.label.startswith(inductor.OWN_CONV)]
+    assert len(own) == 2 and all(a.report.verdict == "correct" and a.policy == "strict" for a in own), verdicts
+    assert outcome.best is not None and outcome.best.label.startswith(inductor.OWN_CONV), verdicts
+    assert "extern_kernels" not in outcome.best.source and "torch.convolution" not in outcome.best.source
 
 
 @pytest.mark.gpu
@@ -448,16 +485,23 @@ def test_on_a_gpu_the_tuned_kernels_are_a_second_candidate_and_the_faster_is_cho
         "a pool rewritten",
     ],
 )
-def test_the_default_hybrid_is_never_ranked_below_the_place_that_lets_it_go_early(monkeypatch, templates):
-    """The default capture's hybrid is handed over before the templates compile ends only because `_plan` never
-    ranks it below HYBRID_RANK, whatever that compile brings. The three predicates that read Inductor's wrapper
-    code are replaced by flags here: this checks the plan's order, not the reading of real code."""
+@pytest.mark.parametrize("convolution", [False, True], ids=["no library convolution", "a library convolution"])
+def test_the_default_capture_s_early_candidates_are_never_ranked_below_the_place_that_lets_them_go_early(
+    monkeypatch, templates, convolution
+):
+    """The default capture's hybrid and first own-convolution candidate are handed over before the templates
+    compile ends only because `_plan` never ranks them below HYBRID_RANK, whatever that compile brings. The
+    predicates that read Inductor's wrapper code are replaced by flags here: this checks the plan's order, not
+    the reading of real code."""
     monkeypatch.setattr(inductor, "uses_library", lambda capture: capture.get("library", True))
+    monkeypatch.setattr(inductor, "uses_library_convolution", lambda capture: capture.get("conv", False))
     monkeypatch.setattr(inductor, "matmul_tile", lambda capture: capture.get("tile"))
     monkeypatch.setattr(inductor, "uses_dot", lambda capture: capture.get("dot", True))
-    plan = inductor._plan({"default": {"library": True}, "templates": templates})
-    hybrid = [p.variant.label for p in plan].index("Inductor's default: library call + fused Triton")
-    assert hybrid < inductor.HYBRID_RANK
+    default = {"library": True, "conv": convolution, "device": "cuda"}
+    labels = [p.variant.label for p in inductor._plan({"default": default, "templates": templates})]
+    early = [p.variant.label for p in inductor._plan({"default": default})[: inductor.HYBRID_RANK - 1]]
+    assert inductor.HYBRID in early and (inductor.OWN_CONV in early[0]) == convolution
+    assert all(labels.index(label) < inductor.HYBRID_RANK for label in early), labels
 
 
 @pytest.mark.gpu

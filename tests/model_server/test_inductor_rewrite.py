@@ -17,7 +17,16 @@ import pytest
 from model_server.backends import inductor
 from model_server.backends.inductor import IEEE_TILE, TEMPLATES_TF32X3, TUNED, _plan
 from model_server.inductor.rewrite import GRIDS, Kernel, RewriteError, Variant, _GridSizes, rewrite, uses_library
-from tests.model_server.inductor_fixtures import FIXTURES, expected_path, fixtures, load, rewritten
+from tests.model_server.inductor_fixtures import (
+    FIXTURES,
+    expected_path,
+    fixtures,
+    load,
+    own_conv_expected_path,
+    own_conv_fixtures,
+    rewritten,
+    rewritten_own_conv,
+)
 from verifier.audit.anti_hacking import check_candidate
 from verifier.audit.engine import audit_source
 from verifier.host.verification import HYBRID_ALLOWS
@@ -56,6 +65,41 @@ def test_the_rewrite_of_a_capture_matches_its_expected_output(path):
     expected = expected_path(path, refused)
     assert expected.exists(), f"the rewrite {'refused' if refused else 'accepted'} {path.name}, which it did not before"
     assert text == expected.read_text()
+
+
+@pytest.mark.parametrize("path", own_conv_fixtures(), ids=lambda path: path.stem)
+def test_the_own_convolution_rewrite_of_a_capture_matches_its_expected_output(path):
+    """Each default capture that hands a convolution to the library, with the project's kernel in its place."""
+    text, refused = rewritten_own_conv(path)
+    expected = own_conv_expected_path(path, refused)
+    assert expected.exists(), f"the rewrite {'refused' if refused else 'accepted'} {path.name}, which it did not before"
+    assert text == expected.read_text()
+    if not refused:
+        assert "extern_kernels" not in text and "torch.convolution" not in text
+
+
+def test_the_own_convolution_replaces_only_forward_convolutions_thick_enough_for_its_tiles():
+    outcomes = {path.name.split(".")[0]: rewritten_own_conv(path)[1] for path in own_conv_fixtures()}
+    refused = {name for name, was_refused in outcomes.items() if was_refused}
+    assert refused == {
+        "published_conv_transpose2d",
+        "published_conv_transpose3d_strided_grouped",
+        "published_depthwise_conv2d",
+    }
+    assert {"published_conv2d", "published_conv1d", "published_pointwise_conv2d", "conv_gemm"} <= set(outcomes)
+
+
+def test_a_library_convolution_gets_own_kernel_variants_first_with_an_ieee_fallback():
+    """The own kernel's first tile and the hybrid lead (both can go before the templates compile ends), the second
+    tile follows, then the conv templates; both tf32x3 tiles fall back to the IEEE one, verified last."""
+    default = load(FIXTURES / "published_conv2d_relu_bias_add.cuda.json")[0]
+    templates = load(FIXTURES / "published_conv2d_relu_bias_add.cuda-templates.json")[0]
+    plan = _plan({"default": default, "templates": templates})
+    own = [p for p in plan if p.variant.conv]
+    assert [p.variant.conv["precision"] for p in own] == ["tf32x3", "tf32x3", "ieee"]
+    assert plan[0] is own[0] and plan[1].variant.hybrid and plan[2] is own[1] and plan[-1] is own[2]
+    assert own[0].fallback == own[1].fallback == own[2].variant.label
+    assert [p.variant.label for p in plan[3:5]] == [TEMPLATES_TF32X3, "Inductor max-autotune Triton templates"]
 
 
 @pytest.mark.parametrize("path", [p for p in CASES if expected_path(p, refused=False).exists()], ids=lambda p: p.stem)
@@ -136,10 +180,9 @@ def test_a_gpu_convolution_template_gets_a_tf32x3_variant_that_falls_back_to_iee
     tf32x3 first (three TF32 tensor-core products: fp32-accurate), with the template as made as the fallback."""
     default, task, _ = load(FIXTURES / "published_conv_transpose2d.cuda.json")
     templates = load(FIXTURES / "published_conv_transpose2d.cuda-templates.json")[0]
-    plan = _plan({"default": default, "templates": templates})
+    plan = [p for p in _plan({"default": default, "templates": templates}) if p.mode == "templates"]
     assert [(p.variant.label, p.variant.precision, p.fallback) for p in plan] == [
         (TEMPLATES_TF32X3, "tf32x3", "Inductor max-autotune Triton templates"),
-        ("Inductor's default: library call + fused Triton", None, None),
         ("Inductor max-autotune Triton templates", None, None),
     ]
     source = rewrite(templates, task, "conv_transpose2d", plan[0].variant)
