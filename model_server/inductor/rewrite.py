@@ -703,13 +703,25 @@ def _retuned_grid(kernel: Kernel, launched: str) -> str:
 
 
 def _check_block_k(function: ast.FunctionDef, block_k: int) -> None:
-    """Inductor renders a template whose BLOCK_K divides K without masks on its K loop, so a new BLOCK_K must
-    divide K too (and be a power of two, as `tl.arange` needs)."""
+    """A new BLOCK_K must be a power of two (as `tl.arange` needs). Inductor renders a template whose BLOCK_K
+    divides K without masks on its K loop, so there the new BLOCK_K must divide K too; where K is irregular, the
+    loop's loads are masked against K, which holds for any BLOCK_K."""
     k = _fixed_sizes(function).get("K")
     if k is None:
         raise RewriteError("the matmul template has no fixed K to retune")
-    if k % block_k or block_k & (block_k - 1):
+    if block_k & (block_k - 1):
+        raise RewriteError(f"BLOCK_K {block_k} is not a power of two")
+    if k % block_k and not _k_loop_masked(function):
         raise RewriteError(f"BLOCK_K {block_k} does not divide the template's K of {k}")
+
+
+def _k_loop_masked(function: ast.FunctionDef) -> bool:
+    """Whether every load in the template's K loop (`for k_idx in ...`) has a mask."""
+    loops = [n for n in ast.walk(function) if isinstance(n, ast.For) and _is_name(n.target, "k_idx")]
+    loads = [
+        n for loop in loops for n in ast.walk(loop) if isinstance(n, ast.Call) and ast.unparse(n.func) == "tl.load"
+    ]
+    return bool(loads) and all(any(k.arg == "mask" for k in load.keywords) for load in loads)
 
 
 def _fixed_sizes(function: ast.FunctionDef) -> dict[str, int]:

@@ -14,8 +14,11 @@ import pytest
 from model_server.api import ConvertRequest
 from model_server.backends import BackendConfig, BackendError, GenerationRequest, collect, create_backend, inductor
 from model_server.backends.inductor import InductorBackend
+from model_server.inductor.rewrite import Variant, rewrite
 from model_server.loop import convert
 from tests.conftest import FIXTURES
+from tests.model_server.inductor_fixtures import FIXTURES as INDUCTOR_FIXTURES
+from tests.model_server.inductor_fixtures import load
 from tests.sources import pair
 from verifier import Task
 from verifier.audit.anti_hacking import check_candidate
@@ -258,6 +261,20 @@ def test_on_the_cpu_library_convolutions_become_the_project_s_kernel_that_verifi
     report = pool.verify(*pair(task, candidate), trials=2)
     assert report.verdict == "correct" and report.reward == 1.0, report.summary()
     generator.close()
+
+
+@pytest.mark.slow
+def test_an_irregular_matmul_gets_tf32x3_tiles_whose_block_k_does_not_divide_k_and_they_verify(pool, tmp_path):
+    """K = 147: Inductor's template masks its K loop's loads against K, so the tf32x3 tiles (BLOCK_K 32) apply,
+    where before only the template as captured did; each is correct in Triton's interpreter."""
+    captured, source, name = load(INDUCTOR_FIXTURES / "matmul_irregular.cpu-templates.json")
+    task = tmp_path / "matmul_irregular.py"
+    task.write_text(source)
+    for position, tile in enumerate(inductor.TF32X3_TILES):
+        candidate = tmp_path / f"tile_{position}.py"
+        candidate.write_text(rewrite(captured, source, name, Variant(f"tile {position}", "tf32x3", tile)))
+        report = pool.verify(*pair(task, candidate), trials=2)
+        assert report.verdict == "correct", (tile, report.summary())
 
 
 @pytest.mark.slow

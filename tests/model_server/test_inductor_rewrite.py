@@ -227,9 +227,11 @@ def test_tf32x3_and_a_retuned_tile_rewrite_the_template():
 def test_a_tile_whose_block_k_does_not_divide_k_is_refused():
     captures = _cuda_matmul()
     task = load(FIXTURES / "matmul_gelu.cuda.json")[1]
-    tile = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 96, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
-    with pytest.raises(RewriteError, match="BLOCK_K 96 does not divide the template's K of 2048"):
-        rewrite(captures["templates"], task, "matmul_gelu", Variant("odd K", tile=tile))
+    tile = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 4096, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
+    with pytest.raises(RewriteError, match="BLOCK_K 4096 does not divide the template's K of 2048"):
+        rewrite(captures["templates"], task, "matmul_gelu", Variant("K past the loads", tile=tile))
+    with pytest.raises(RewriteError, match="BLOCK_K 96 is not a power of two"):
+        rewrite(captures["templates"], task, "matmul_gelu", Variant("odd K", tile={**tile, "BLOCK_K": 96}))
 
 
 def test_a_hybrid_variant_keeps_the_library_call_without_autograd():
