@@ -11,6 +11,7 @@ at 0.66-0.92x of cuDNN's fp32; channels last, at 2.0-2.2x: `benchmarks/conv_gemm
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -132,8 +133,41 @@ def _literal(node: ast.expr) -> tuple[int, ...] | None:
 def _replacement(
     target: str, call: ast.Call, layouts: dict[str, _Layout], conv: dict, index: int
 ) -> tuple[list[ast.stmt], list[OwnKernel]]:
+    """The statements that compute `target = extern_kernels.convolution(...)` with the project's kernels."""
     arguments = _arguments(call)
-    if arguments.get("transposed") is not None and ast.literal_eval(arguments["transposed"]) is not False:
+    spec = _convolution(target, arguments, layouts)
+    statements, kernels = [], []
+    x_text, weight_text = (_named(arguments[key], f"{target}_{key}_view", statements) for key in ("x", "weight"))
+    if spec.w_size[1] >= MIN_CHANNEL_BLOCK:  # the tiles read a block of channels: copy them innermost
+        for suffix, text, size, stride in (
+            ("x", x_text, spec.x_size, spec.x_stride),
+            ("w", weight_text, spec.w_size, spec.w_stride),
+        ):
+            if stride[1] == 1:
+                continue
+            name, copy = f"{target}_{suffix}", f"channels_last_kernel_{index + len(kernels)}"
+            kernels.append(OwnKernel(copy, relayout_source(copy, size, stride), 4, 1, 2))
+            statements += _parse(
+                f"{name} = empty_strided_cuda({size}, {channels_last(size)}, {FP32})",
+                f"{copy}.run({text}, {name}, {', '.join(map(str, relayout_grid(size)))})",
+            )
+            spec = dataclasses.replace(spec, **{f"{suffix}_stride": channels_last(size)})
+            x_text, weight_text = (name, weight_text) if suffix == "x" else (x_text, name)
+    name = f"convolution_gemm_kernel_{index + len(kernels)}"
+    tile = {key: conv[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
+    source = kernel_source(name, spec, tile, conv["precision"])
+    kernels.append(OwnKernel(name, source, conv["num_warps"], conv["num_stages"], 3))
+    operands = [x_text, weight_text, *([ast.unparse(arguments["bias"])] if spec.bias else []), target]
+    statements += _parse(
+        f"{target} = empty_strided_cuda({spec.out_size}, {spec.out_stride}, {FP32})",
+        f"{name}.run({', '.join(operands)}, {', '.join(map(str, grid(spec, tile)))})",
+    )
+    return statements, kernels
+
+
+def _convolution(target: str, arguments: dict[str, ast.expr], layouts: dict[str, _Layout]) -> ConvSpec:
+    """The convolution the call computes, checked: a forward one of consistent sizes, in fp32, thick enough."""
+    if _constant(arguments, "transposed", False) is not False:
         raise ConvCallError("a transposed convolution (the templates capture rewrites those as forward ones)")
     x, weight = (_operand(arguments, key, layouts) for key in ("x", "weight"))
     result = layouts.get(target)
@@ -141,54 +175,21 @@ def _replacement(
         raise ConvCallError(f"Inductor does not say the size and strides of the convolution's result `{target}`")
     bias = arguments.get("bias")
     has_bias = bias is not None and not (isinstance(bias, ast.Constant) and bias.value is None)
-    if has_bias and _operand(arguments, "bias", layouts)[1].stride != (1,):
+    if has_bias and _operand(arguments, "bias", layouts).stride != (1,):
         raise ConvCallError("the convolution's bias is not contiguous")
-    geometry = {key: _ints(arguments, key) for key in ("stride", "padding", "dilation")}
-    groups = ast.literal_eval(arguments["groups"]) if "groups" in arguments else 1
-    statements, kernels = [], []
-    x_text, weight_text = (_named(arguments[key], f"{target}_{key}_view", statements) for key in ("x", "weight"))
-    group_in = weight[1].size[1]
-    copies = [("x", x_text, x[1]), ("w", weight_text, weight[1])] if group_in >= MIN_CHANNEL_BLOCK else []
-    moved = {}
-    for suffix, text, layout in copies:
-        if layout.stride[1] == 1:
-            continue
-        name, copy = f"{target}_{suffix}", f"channels_last_kernel_{index + len(kernels)}"
-        kernels.append(OwnKernel(copy, relayout_source(copy, layout.size, layout.stride), 4, 1, 2))
-        statements += _parse(
-            f"{name} = empty_strided_cuda({layout.size}, {channels_last(layout.size)}, {FP32})",
-            f"{copy}.run({text}, {name}, {', '.join(map(str, relayout_grid(layout.size)))})",
-        )
-        moved[suffix] = (name, _Layout(layout.size, channels_last(layout.size), FP32))
-    x_text, x_layout = moved.get("x", (x_text, x[1]))
-    weight_text, w_layout = moved.get("w", (weight_text, weight[1]))
+    groups = _constant(arguments, "groups", 1)
+    if not isinstance(groups, int):
+        raise ConvCallError(f"the convolution's groups is {groups!r}, not a number")
+    geometry = [_ints(arguments, key) for key in ("stride", "padding", "dilation")]
     spec = ConvSpec(
-        x_layout.size,
-        x_layout.stride,
-        w_layout.size,
-        w_layout.stride,
-        result.size,
-        result.stride,
-        geometry["stride"],
-        geometry["padding"],
-        geometry["dilation"],
-        groups,
-        has_bias,
+        x.size, x.stride, weight.size, weight.stride, result.size, result.stride, *geometry, groups, has_bias
     )
-    _check_thickness(spec)
-    name = f"convolution_gemm_kernel_{index + len(kernels)}"
-    tile = {key: conv[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
     try:
-        source = kernel_source(name, spec, tile, conv["precision"])
+        spec.check()
     except ConvShapeError as exc:
         raise ConvCallError(str(exc)) from exc
-    kernels.append(OwnKernel(name, source, conv["num_warps"], conv["num_stages"], 3))
-    operands = [x_text, weight_text, *([ast.unparse(bias)] if has_bias else []), target]
-    statements += _parse(
-        f"{target} = empty_strided_cuda({result.size}, {result.stride}, {FP32})",
-        f"{name}.run({', '.join(operands)}, {', '.join(map(str, grid(spec, tile)))})",
-    )
-    return statements, kernels
+    _check_thickness(spec)
+    return spec
 
 
 def _arguments(call: ast.Call) -> dict[str, ast.expr]:
@@ -200,8 +201,8 @@ def _arguments(call: ast.Call) -> dict[str, ast.expr]:
     return named
 
 
-def _operand(arguments: dict[str, ast.expr], key: str, layouts: dict[str, _Layout]) -> tuple[str, _Layout]:
-    """The tensor passed as `key` and its layout: a name the launcher knows, or Inductor's view of one."""
+def _operand(arguments: dict[str, ast.expr], key: str, layouts: dict[str, _Layout]) -> _Layout:
+    """The layout of the tensor passed as `key`: a name the launcher knows, or Inductor's view of one."""
     node = arguments[key]
     if isinstance(node, ast.Name) and node.id in layouts:
         layout = layouts[node.id]
@@ -215,7 +216,7 @@ def _operand(arguments: dict[str, ast.expr], key: str, layouts: dict[str, _Layou
         raise ConvCallError(f"the layout of the convolution's {key} `{ast.unparse(node)[:80]}` is not known")
     if layout.dtype != FP32:
         raise ConvCallError(f"the convolution's {key} is {layout.dtype or 'of unknown dtype'}; the kernel takes fp32")
-    return ast.unparse(node), layout
+    return layout
 
 
 def _named(node: ast.expr, name: str, statements: list[ast.stmt]) -> str:
@@ -224,6 +225,15 @@ def _named(node: ast.expr, name: str, statements: list[ast.stmt]) -> str:
         return node.id
     statements.append(ast.Assign([ast.Name(name, ast.Store())], node, lineno=0))
     return name
+
+
+def _constant(arguments: dict[str, ast.expr], key: str, default: object) -> object:
+    if key not in arguments:
+        return default
+    try:
+        return ast.literal_eval(arguments[key])
+    except (ValueError, TypeError, SyntaxError) as exc:
+        raise ConvCallError(f"the convolution's {key} is not a constant: {ast.unparse(arguments[key])[:80]}") from exc
 
 
 def _ints(arguments: dict[str, ast.expr], key: str) -> tuple[int, ...]:

@@ -1,0 +1,65 @@
+"""Library convolutions in Inductor's launcher replaced by the project's kernel: what is replaced, and what is
+refused with a reason (the golden captures in test_inductor_rewrite.py cover real launchers end to end)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from model_server.backends.inductor import OWN_CONV_TILES
+from model_server.inductor.conv_calls import ConvCallError, replace_convolutions
+
+EXAMPLES = {
+    "arg0_1": ("(8, 32, 3, 3)", "(288, 9, 3, 1)", "torch.float32"),
+    "arg1_1": ("(2, 32, 10, 10)", "(3200, 100, 10, 1)", "torch.float32"),
+    "arg2_1": ("(2, 32, 10, 10)", "(3200, 100, 10, 1)", "torch.float16"),
+    "arg3_1": ("(8,)", "(1,)", "torch.float32"),
+}
+CALL = "buf0 = extern_kernels.convolution({x}, arg0_1, {bias}, stride=(1, 1), padding=(1, 1), dilation=(1, 1), " \
+    "transposed={transposed}, output_padding=(0, 0), groups={groups})"  # fmt: skip
+RESULT = "assert_size_stride(buf0, (2, 8, 10, 10), (800, 100, 10, 1), 'torch.ops.aten.convolution.default')"
+
+
+def _launcher(x="arg1_1", bias="None", transposed="False", groups="1", result=RESULT) -> list[ast.stmt]:
+    lines = [CALL.format(x=x, bias=bias, transposed=transposed, groups=groups), result]
+    return [ast.parse(line).body[0] for line in lines if line]
+
+
+def test_a_channels_first_convolution_is_copied_channels_last_then_launched_into_the_asserted_layout():
+    statements, kernels = replace_convolutions(_launcher(bias="arg3_1"), EXAMPLES, OWN_CONV_TILES[0], 5)
+    assert [k.name for k in kernels] == [
+        "channels_last_kernel_5",
+        "channels_last_kernel_6",
+        "convolution_gemm_kernel_7",
+    ]
+    text = [ast.unparse(s) for s in statements]
+    assert "buf0_x = empty_strided_cuda((2, 32, 10, 10), (3200, 1, 320, 32), torch.float32)" in text
+    assert "buf0 = empty_strided_cuda((2, 8, 10, 10), (800, 100, 10, 1), torch.float32)" in text
+    launch = next(line for line in text if line.startswith("convolution_gemm_kernel_7.run"))
+    assert launch == "convolution_gemm_kernel_7.run(buf0_x, buf0_w, arg3_1, buf0, 2, 1, 1)"
+    assert "extern_kernels" not in "\n".join(text)
+
+
+@pytest.mark.parametrize(
+    ("launcher", "reason"),
+    [
+        (_launcher(transposed="True"), "a transposed convolution"),
+        (_launcher(groups="g"), "the convolution's groups is not a constant: g"),
+        (_launcher(x="arg2_1"), "the convolution's x is torch.float16; the kernel takes fp32"),
+        (_launcher(x="buf9"), "the layout of the convolution's x `buf9` is not known"),
+        (_launcher(result=""), "Inductor does not say the size and strides of the convolution's result `buf0`"),
+        (_launcher(groups="4"), "32 input channels, weight of 32 per group, 4 groups"),
+    ],
+    ids=["transposed", "groups not a constant", "fp16", "unknown input", "result not asserted", "wrong groups"],
+)
+def test_a_convolution_the_kernel_cannot_take_is_refused_with_the_reason(launcher, reason):
+    with pytest.raises(ConvCallError, match=reason):
+        replace_convolutions(launcher, EXAMPLES, OWN_CONV_TILES[0], 0)
+
+
+def test_a_depthwise_convolution_is_left_to_the_templates_capture():
+    examples = {**EXAMPLES, "arg0_1": ("(32, 1, 3, 3)", "(9, 9, 3, 1)", "torch.float32")}
+    result = "assert_size_stride(buf0, (2, 32, 10, 10), (3200, 100, 10, 1), 'conv')"
+    with pytest.raises(ConvCallError, match="1 input and 1 output channels per group is too thin"):
+        replace_convolutions(_launcher(groups="32", result=result), examples, OWN_CONV_TILES[0], 0)
