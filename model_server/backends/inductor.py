@@ -316,7 +316,8 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
     if not templates_ok:
         return [*early, *own[1:], *own_fallback]
     if uses_library(templates):
-        return [*early, *own[1:], _Planned("templates", Variant("Inductor max-autotune + library call", hybrid=True))]
+        library = _Planned("templates", Variant("Inductor max-autotune + library call", hybrid=True))
+        return [*early, *own[1:], library, *own_fallback]
     if not uses_dot(templates):  # the library op was a pool, now Inductor's own pointwise or reduction Triton
         return [_Planned("templates", Variant(LIBRARY_REWRITTEN)), *early, *own[1:], *own_fallback]
     if templates.get("device") == "cpu":  # Triton's interpreter: no tensor cores, no timing to choose a tile by
@@ -324,7 +325,8 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
     try:
         tile = matmul_tile(templates)
     except RewriteError:  # the rewrite of this capture fails too, and says why where the candidate is made
-        return [_Planned("templates", Variant("Inductor max-autotune Triton templates")), *early, *own[1:]]
+        templates_as_made = _Planned("templates", Variant("Inductor max-autotune Triton templates"))
+        return [templates_as_made, *early, *own[1:], *own_fallback]
     if tile is None:  # a convolution template, at the configuration Inductor's autotuner chose
         ieee = _Planned("templates", Variant("Inductor max-autotune Triton templates"))
         tf32x3 = _Planned("templates", Variant(TEMPLATES_TF32X3, "tf32x3"), ieee.variant.label)

@@ -515,10 +515,12 @@ def test_the_default_capture_s_early_candidates_are_never_ranked_below_the_place
     monkeypatch.setattr(inductor, "matmul_tile", lambda capture: capture.get("tile"))
     monkeypatch.setattr(inductor, "uses_dot", lambda capture: capture.get("dot", True))
     default = {"library": True, "conv": convolution, "device": "cuda"}
-    labels = [p.variant.label for p in inductor._plan({"default": default, "templates": templates})]
+    plan = inductor._plan({"default": default, "templates": templates})
+    labels = [p.variant.label for p in plan]
     early = [p.variant.label for p in inductor._plan({"default": default})[: inductor.HYBRID_RANK - 1]]
     assert inductor.HYBRID in early and (inductor.OWN_CONV in early[0]) == convolution
     assert all(labels.index(label) < inductor.HYBRID_RANK for label in early), labels
+    assert all(p.fallback in labels for p in plan if p.fallback), "a fallback the repair round cannot find"
 
 
 @pytest.mark.gpu
