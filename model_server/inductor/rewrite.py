@@ -4,10 +4,11 @@ The candidate imports nothing from `torch._inductor`: Inductor's Triton helpers 
 in as plain `@triton.jit` functions, each kernel keeps only `@triton.jit` and gets a name from the ops it
 fuses, and the launches become `kernel[grid](..., XBLOCK=..., num_warps=...)` calls in `forward`, with the
 configuration Inductor chose. A `Variant` says what else to make of the same capture: fp32 `tl.dot` at another
-precision, a matmul template at another tile, or a hybrid candidate that keeps Inductor's library calls (cuBLAS,
-cuDNN, ATen) as torch calls. Without `hybrid`, a library call is refused with a message naming the op, because
-the result would not be a Triton candidate. `forward` checks its inputs first: the kernels are specialised to
-the example inputs' shapes, strides and dtypes, so any other input is refused with a clear error.
+precision, a matmul template at another tile, the project's own convolution kernel in place of a library one, or
+a hybrid candidate that keeps Inductor's library calls (cuBLAS, cuDNN, ATen) as torch calls. Without `hybrid`, a
+library call is refused with a message naming the op, because the result would not be a Triton candidate.
+`forward` checks its inputs first: the kernels are specialised to the example inputs' shapes, strides and dtypes,
+so any other input is refused with a clear error.
 """
 
 from __future__ import annotations
