@@ -58,8 +58,33 @@ def test_a_convolution_the_kernel_cannot_take_is_refused_with_the_reason(launche
         replace_convolutions(launcher, EXAMPLES, OWN_CONV_TILES[0], 0)
 
 
+def test_an_ungrouped_convolution_of_few_channels_is_left_to_the_templates_capture():
+    examples = {
+        **EXAMPLES,
+        "arg0_1": ("(8, 3, 3, 3)", "(27, 9, 3, 1)", "torch.float32"),
+        "arg1_1": ("(2, 3, 10, 10)", "(300, 100, 10, 1)", "torch.float32"),
+    }
+    with pytest.raises(ConvCallError, match="an ungrouped convolution of 3 input channels"):
+        replace_convolutions(_launcher(), examples, OWN_CONV_TILES[0], 0)
+
+
 def test_a_depthwise_convolution_is_left_to_the_templates_capture():
     examples = {**EXAMPLES, "arg0_1": ("(32, 1, 3, 3)", "(9, 9, 3, 1)", "torch.float32")}
     result = "assert_size_stride(buf0, (2, 32, 10, 10), (3200, 100, 10, 1), 'conv')"
     with pytest.raises(ConvCallError, match="1 input and 1 output channels per group is too thin"):
         replace_convolutions(_launcher(groups="32", result=result), examples, OWN_CONV_TILES[0], 0)
+
+
+def test_more_groups_than_a_launch_grid_holds_are_refused():
+    groups = 70000
+    examples = {
+        **EXAMPLES,
+        "arg0_1": (f"({groups * 8}, 16, 1, 1)", "(16, 1, 1, 1)", "torch.float32"),
+        "arg1_1": (f"(1, {groups * 16}, 1, 1)", f"({groups * 16}, 1, 1, 1)", "torch.float32"),
+    }
+    result = f"assert_size_stride(buf0, (1, {groups * 8}, 1, 1), ({groups * 8}, 1, 1, 1), 'conv')"
+    call = CALL.replace("padding=(1, 1)", "padding=(0, 0)")
+    launcher = [ast.parse(call.format(x="arg1_1", bias="None", transposed="False", groups=groups)).body[0]]
+    launcher.append(ast.parse(result).body[0])
+    with pytest.raises(ConvCallError, match="70000 groups, more than a launch grid's 65535"):
+        replace_convolutions(launcher, examples, OWN_CONV_TILES[0], 0)
