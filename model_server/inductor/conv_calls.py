@@ -247,7 +247,7 @@ def _ints(arguments: dict[str, ast.expr], key: str) -> tuple[int, ...]:
 def _check_thickness(spec: ConvSpec) -> None:
     """Refuse a convolution whose channels are too few to fill the tiles, where the templates capture has a better
     rewrite: a depthwise-thin grouped one (a sum over taps), an ungrouped one of few input channels (a product
-    of patches, 2.2-3.1x faster than this kernel on KernelBench's, `benchmarks/results/2026-11-28-own-conv`)."""
+    of patches, 1.3-3.1x faster than this kernel on KernelBench's, `benchmarks/results/2026-11-28-own-conv`)."""
     group_in, group_out = spec.w_size[1], spec.w_size[0] // spec.groups
     taps = math.prod(spec.w_size[2:])
     if spec.groups > 1 and (group_out < MIN_GROUP_OUT or group_in * taps < MIN_CHANNEL_BLOCK):
