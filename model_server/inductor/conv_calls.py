@@ -11,9 +11,8 @@ at 0.66-0.92x of cuDNN's fp32; channels last, at 2.0-2.2x: `benchmarks/conv_gemm
 from __future__ import annotations
 
 import ast
-import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from model_server.inductor.conv_gemm import (
     MIN_CHANNEL_BLOCK,
@@ -152,7 +151,7 @@ def _replacement(
                 f"{name} = empty_strided_cuda({size}, {channels_last(size)}, {FP32})",
                 f"{copy}.run({text}, {name}, {', '.join(map(str, relayout_grid(size)))})",
             )
-            spec = dataclasses.replace(spec, **{f"{suffix}_stride": channels_last(size)})
+            spec = replace(spec, **{f"{suffix}_stride": channels_last(size)})
             x_text, weight_text = (name, weight_text) if suffix == "x" else (x_text, name)
     name = f"convolution_gemm_kernel_{index + len(kernels)}"
     tile = {key: conv[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
