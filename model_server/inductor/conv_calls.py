@@ -100,10 +100,11 @@ def _convolution_call(stmt: ast.stmt) -> ast.Call | None:
 
 def _known_layouts(statements: list[ast.stmt], examples: dict[str, tuple[str, str, str]]) -> dict[str, _Layout]:
     """Size, stride and dtype of every tensor the launcher names: graph inputs, allocations, asserted results."""
-    layouts = {
-        name: _Layout(ast.literal_eval(size), ast.literal_eval(stride), dtype)
-        for name, (size, stride, dtype) in examples.items()
-    }
+    layouts = {}
+    for name, (size, stride, dtype) in examples.items():
+        size, stride = _literal(ast.parse(size, mode="eval").body), _literal(ast.parse(stride, mode="eval").body)
+        if size is not None and stride is not None:  # not a symbolic size
+            layouts[name] = _Layout(size, stride, dtype)
     for stmt in statements:
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and isinstance(stmt.targets[0], ast.Name):
             name, call = stmt.targets[0].id, stmt.value
