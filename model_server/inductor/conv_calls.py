@@ -138,11 +138,11 @@ def _replacement(
     arguments = _arguments(call)
     spec = _convolution(target, arguments, layouts)
     statements, kernels = [], []
-    x_text, weight_text = (_named(arguments[key], f"{target}_{key}_view", statements) for key in ("x", "weight"))
+    texts = {key: _named(arguments[key], f"{target}_{key}_view", statements) for key in ("x", "weight")}
     if spec.w_size[1] >= MIN_CHANNEL_BLOCK:  # the tiles read a block of channels: copy them innermost
-        for suffix, text, size, stride in (
-            ("x", x_text, spec.x_size, spec.x_stride),
-            ("w", weight_text, spec.w_size, spec.w_stride),
+        for key, suffix, size, stride in (
+            ("x", "x", spec.x_size, spec.x_stride),
+            ("weight", "w", spec.w_size, spec.w_stride),
         ):
             if stride[1] == 1:
                 continue
@@ -150,15 +150,15 @@ def _replacement(
             kernels.append(OwnKernel(copy, relayout_source(copy, size, stride), 4, 1, 2))
             statements += _parse(
                 f"{name} = empty_strided_cuda({size}, {channels_last(size)}, {FP32})",
-                f"{copy}.run({text}, {name}, {', '.join(map(str, relayout_grid(size)))})",
+                f"{copy}.run({texts[key]}, {name}, {', '.join(map(str, relayout_grid(size)))})",
             )
             spec = replace(spec, **{f"{suffix}_stride": channels_last(size)})
-            x_text, weight_text = (name, weight_text) if suffix == "x" else (x_text, name)
+            texts[key] = name
     name = f"convolution_gemm_kernel_{index + len(kernels)}"
     tile = {key: conv[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
     source = kernel_source(name, spec, tile, conv["precision"])
     kernels.append(OwnKernel(name, source, conv["num_warps"], conv["num_stages"], 3))
-    operands = [x_text, weight_text, *([ast.unparse(arguments["bias"])] if spec.bias else []), target]
+    operands = [texts["x"], texts["weight"], *([ast.unparse(arguments["bias"])] if spec.bias else []), target]
     statements += _parse(
         f"{target} = empty_strided_cuda({spec.out_size}, {spec.out_stride}, {FP32})",
         f"{name}.run({', '.join(operands)}, {', '.join(map(str, grid(spec, tile)))})",

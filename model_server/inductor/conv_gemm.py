@@ -104,7 +104,6 @@ def kernel_source(name: str, spec: ConvSpec, tile: dict, precision: str) -> str:
     k_steps = -(-group_in // block_k) if by_tap else -(-(group_in * taps) // block_k)
     largest = max(_extent(spec.x_size, spec.x_stride), _extent(spec.out_size, spec.out_stride))
     constants = {
-        "BATCH": x_size[0],
         "GROUP_IN": group_in,
         "GROUP_OUT": group_out,
         "IN_D": x_size[2],

@@ -48,36 +48,28 @@ def load(path: Path) -> tuple[dict, str, str]:
     return capture, stored["task"], stored["task_name"]
 
 
-def expected_path(path: Path, refused: bool) -> Path:
-    return path.with_suffix(".refused.txt" if refused else ".py")
+def expected_path(path: Path, refused: bool, variant: str = "") -> Path:
+    """Where a fixture's expected rewrite is kept: NAME.DEVICE[.VARIANT].py, or .refused.txt for a refusal."""
+    infix = f".{variant}" if variant else ""
+    return path.with_suffix(f"{infix}.refused.txt" if refused else f"{infix}.py")
 
 
-def rewritten(path: Path) -> tuple[str, bool]:
+def rewritten(path: Path, variant: Variant | None = None) -> tuple[str, bool]:
     """The current rewrite of a fixture: (source, False), or (the refusal's message, True)."""
     capture, task, name = load(path)
     try:
-        return rewrite(capture, task, name), False
+        return rewrite(capture, task, name, variant), False
     except RewriteError as exc:
         return str(exc) + "\n", True
+
+
+# the own-convolution variant at the backend's first tile, whose rewrites are kept as NAME.DEVICE.own-conv.py
+OWN_CONV = Variant(_describe_own(OWN_CONV_TILES[0]), conv=OWN_CONV_TILES[0])
 
 
 def own_conv_fixtures() -> list[Path]:
     """The default captures that hand a convolution to the library: the own-convolution variant applies."""
     return [path for path in fixtures() if "-" not in path.stem and uses_library_convolution(load(path)[0])]
-
-
-def own_conv_expected_path(path: Path, refused: bool) -> Path:
-    return path.with_suffix(".own-conv.refused.txt" if refused else ".own-conv.py")
-
-
-def rewritten_own_conv(path: Path) -> tuple[str, bool]:
-    """The rewrite of a default capture with the project's convolution kernel at the backend's first tile."""
-    capture, task, name = load(path)
-    variant = Variant(_describe_own(OWN_CONV_TILES[0]), conv=OWN_CONV_TILES[0])
-    try:
-        return rewrite(capture, task, name, variant), False
-    except RewriteError as exc:
-        return str(exc) + "\n", True
 
 
 def fixture_name(task: Path) -> str:
@@ -113,14 +105,11 @@ def capture_as_backend(task: Path, device: str) -> list[Path]:
 
 
 def update() -> None:
-    for path in fixtures():
-        text, refused = rewritten(path)
-        expected_path(path, not refused).unlink(missing_ok=True)
-        expected_path(path, refused).write_text(text)
-    for path in own_conv_fixtures():
-        text, refused = rewritten_own_conv(path)
-        own_conv_expected_path(path, not refused).unlink(missing_ok=True)
-        own_conv_expected_path(path, refused).write_text(text)
+    runs = [(path, None, "") for path in fixtures()] + [(path, OWN_CONV, "own-conv") for path in own_conv_fixtures()]
+    for path, variant, infix in runs:
+        text, refused = rewritten(path, variant)
+        expected_path(path, not refused, infix).unlink(missing_ok=True)
+        expected_path(path, refused, infix).write_text(text)
 
 
 def main() -> None:

@@ -19,13 +19,12 @@ from model_server.backends.inductor import IEEE_TILE, TEMPLATES_TF32X3, TUNED, _
 from model_server.inductor.rewrite import GRIDS, Kernel, RewriteError, Variant, _GridSizes, rewrite, uses_library
 from tests.model_server.inductor_fixtures import (
     FIXTURES,
+    OWN_CONV,
     expected_path,
     fixtures,
     load,
-    own_conv_expected_path,
     own_conv_fixtures,
     rewritten,
-    rewritten_own_conv,
 )
 from verifier.audit.anti_hacking import check_candidate
 from verifier.audit.engine import audit_source
@@ -70,8 +69,8 @@ def test_the_rewrite_of_a_capture_matches_its_expected_output(path):
 @pytest.mark.parametrize("path", own_conv_fixtures(), ids=lambda path: path.stem)
 def test_the_own_convolution_rewrite_of_a_capture_matches_its_expected_output(path):
     """Each default capture that hands a convolution to the library, with the project's kernel in its place."""
-    text, refused = rewritten_own_conv(path)
-    expected = own_conv_expected_path(path, refused)
+    text, refused = rewritten(path, OWN_CONV)
+    expected = expected_path(path, refused, "own-conv")
     assert expected.exists(), f"the rewrite {'refused' if refused else 'accepted'} {path.name}, which it did not before"
     assert text == expected.read_text()
     if not refused:
@@ -79,7 +78,7 @@ def test_the_own_convolution_rewrite_of_a_capture_matches_its_expected_output(pa
 
 
 def test_the_own_convolution_replaces_only_forward_convolutions_thick_enough_for_its_tiles():
-    outcomes = {path.name.split(".")[0]: rewritten_own_conv(path)[1] for path in own_conv_fixtures()}
+    outcomes = {path.name.split(".")[0]: rewritten(path, OWN_CONV)[1] for path in own_conv_fixtures()}
     refused = {name for name, was_refused in outcomes.items() if was_refused}
     assert refused == {
         "published_conv_transpose2d",
