@@ -179,7 +179,7 @@ class _Run:
             if candidates or verifier.submitted:
                 before = len(verifier.submitted)  # those handed over while the backend went on generating
                 note = _generated_note(self.backend.name, candidates, samples, seconds, before, batch.not_made)
-                self.emit(api.note(round_number, note))
+                self.emit(api.note(round_number, note + (f" [{batch.spent}]" if batch.spent else "")))
             verifier.submit(candidates)
 
     def to_improve(self) -> dict | None:

@@ -58,11 +58,13 @@ class Generated:
 class Batch:
     """Candidates a backend has ready. `more`: it goes on generating (the loop verifies these meanwhile).
     `not_made`: why it made fewer candidates than asked (a variant it could not make, a compile that failed),
-    one short line each, for the user's progress line."""
+    one short line each, for the user's progress line. `spent`: where the backend's time went ("default compile
+    12.3 s"), for the same line."""
 
     candidates: list[Generated]
     more: bool = False
     not_made: tuple[str, ...] = ()
+    spent: str = ""
 
 
 class Backend(Protocol):

@@ -7,6 +7,7 @@ import json
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -56,10 +57,9 @@ HYBRID = "Inductor's default: library call + fused Triton"
 OWN_CONV = "Inductor's default with the project's implicit-GEMM convolution"
 LIBRARY_REWRITTEN = "Inductor, library ops rewritten as Triton"
 TUNED = "Inductor's kernels, coordinate-descent tuned"
-UNNEEDED_BECAUSE = {
-    "templates": "Inductor's default kernels make no library call",
-    "tuned": "Inductor's default compile calls a library or failed, so its templates compile is tried instead",
-}
+NO_LIBRARY = "Inductor's default kernels make no library call"
+OWN_KERNELS_SUFFICE = "the project's convolution kernel takes every library call of Inductor's default compile"
+CALLS_LIBRARY = "Inductor's default compile calls a library or failed, so its templates compile is tried instead"
 # Convolution templates have no tile the variants set, so a convolution's keep Inductor's autotuning (and its pool).
 CONVOLUTION = re.compile(r"\b(?:conv(?:_transpose)?[123]d|Conv(?:Transpose)?[123]d|convolution)\b")
 
@@ -106,7 +106,7 @@ class InductorBackend:
         if request.round == 1:
             early = {g.label for g in handed}
             rest = [generated for _, generated in made[: request.samples] if generated.label not in early]
-            yield Batch(rest, not_made=tuple(refusals))
+            yield Batch(rest, not_made=tuple(refusals), spent=_spent(captures))
             return
         tried = {planned.variant.label for planned, _ in made[: request.samples]}
         failed = {item.get("label") for item in request.feedback}
@@ -143,14 +143,14 @@ class InductorBackend:
         """Inductor's output, default, with templates and tuned, each from the cache if it is there, and the
         candidates handed over early (the generator's return value). On a GPU the three compile in parallel; as
         soon as the default one shows whether it calls a library, the one not needed is stopped (it would only
-        hold CPUs and GPU memory that verification needs): the templates compile where it calls none, the tuned
-        one where it does. On the CPU, where compiles are quick but share few cores and nothing can time a
-        configuration, the templates compile starts only once the default one shows a library call, and none is
-        tuned. While the templates compile runs, the default capture's candidates that are sure to be among
-        those returned are yielded. A templates or tuned compile that fails (time, memory) leaves the default
-        capture's candidates."""
+        hold CPUs and GPU memory that verification needs): the templates compile where it calls none or where the
+        project's convolution kernel takes every call it makes, the tuned one where it calls one. On the CPU,
+        where compiles are quick but share few cores and nothing can time a configuration, the templates compile
+        starts only where it is needed, and none is tuned. While the other compile runs, the default capture's
+        candidates that are sure to be among those returned are yielded. A templates or tuned compile that fails
+        (time, memory) leaves the default capture's candidates."""
         task_source = request.task.source.encode()
-        unneeded = {"templates": threading.Event(), "tuned": threading.Event()}
+        unneeded = {"templates": _Unneeded(), "tuned": _Unneeded()}
         with ThreadPoolExecutor(max_workers=3) as pool:
 
             def start(mode: str) -> Future:
@@ -161,18 +161,23 @@ class InductorBackend:
                 running["templates"], running["tuned"] = start("templates"), start("tuned")
             default = running["default"].result()
             if "error" not in default and not uses_library(default):
-                unneeded["templates"].set()
+                unneeded["templates"].set_because(NO_LIBRARY)
             else:
-                unneeded["tuned"].set()
-                if "templates" not in running:
+                unneeded["tuned"].set_because(CALLS_LIBRARY)
+                if self._own_kernels_suffice(default, request):
+                    unneeded["templates"].set_because(OWN_KERNELS_SUFFICE)
+                elif "templates" not in running:
                     running["templates"] = start("templates")
-            templates = running.get("templates")
-            handed = self._early_candidates(default, request) if templates is not None and not templates.done() else []
+            pending = [f for mode, f in running.items() if mode != "default" and not unneeded[mode].is_set()]
+            handed = self._early_candidates(default, request) if any(not f.done() for f in pending) else []
             if handed:
                 yield Batch(handed, more=True)
             captures = {"default": default}
+            templates = running.get("templates")
             if templates is not None:
                 captures["templates"] = _failure_as_error(templates, "error" not in default, "max-autotune")
+            if unneeded["templates"].reason == OWN_KERNELS_SUFFICE:  # even where it was cached or finished first
+                captures["templates"] = {"error": f"not needed: {OWN_KERNELS_SUFFICE}", "stopped": True}
             if "tuned" in running:
                 captures["tuned"] = _failure_as_error(running["tuned"], True, "tuned")
         if all("error" in c for c in captures.values()):
@@ -180,20 +185,34 @@ class InductorBackend:
             raise BackendError(f"the inductor backend cannot convert {request.task.origin}: {reasons}")
         return captures, handed
 
+    def _own_kernels_suffice(self, default: dict, request: GenerationRequest) -> bool:
+        """Whether the default capture with the project's convolution kernel is an all-Triton candidate: then the
+        templates compile is not worth its time (on the published and KernelBench convolutions that kernel ran
+        at 2.3-3.0x of Inductor's convolution templates on KernelBench, H200, 2026-11-28), nor the CPUs it holds."""
+        own, _ = _own_convolutions(default)
+        if not own:
+            return False
+        try:
+            rewrite(default, request.task.source, request.task.file_name, own[0].variant)
+        except RewriteError:
+            return False
+        return True
+
     def _early_candidates(self, default: dict, request: GenerationRequest) -> list[Generated]:
-        """The default capture's candidates that will be among the first `request.samples` whatever the templates
-        compile brings (`_plan` ranks them below HYBRID_RANK): its hybrid, and its first own-convolution one."""
-        if request.round != 1 or request.samples < HYBRID_RANK:
-            return []
-        if "error" in default or not uses_library(default):
+        """The default capture's candidates that will be among the first `request.samples` whatever the compile
+        still running brings: where it calls no library, its kernels (`_plan` ranks them first or second, beside
+        the tuned ones); else its hybrid and its first own-convolution one (ranked below HYBRID_RANK)."""
+        if request.round != 1 or "error" in default:
             return []
         made, _ = self._candidates({"default": default}, request)
+        if not uses_library(default):
+            return [generated for _, generated in made] if request.samples >= 2 else []
+        if request.samples < HYBRID_RANK:
+            return []
         early = {planned.variant.label for planned in _plan({"default": default})[: HYBRID_RANK - 1]}
         return [generated for planned, generated in made if planned.variant.label in early]
 
-    def _capture(
-        self, request: GenerationRequest, task_source: bytes, mode: str, unneeded: threading.Event | None
-    ) -> dict:
+    def _capture(self, request: GenerationRequest, task_source: bytes, mode: str, unneeded: _Unneeded | None) -> dict:
         key = _cache_key(task_source, request.device, mode)
         cached = self.cache / f"{key}.json"
         if cached.exists():
@@ -201,6 +220,7 @@ class InductorBackend:
                 return json.loads(cached.read_text())
             except (OSError, json.JSONDecodeError):
                 cached.unlink(missing_ok=True)
+        started = time.monotonic()
         result = self._run_capture(request, mode, _Either(request.stopped, unneeded))
         if result.get("stopped") or result.get("out_of_memory"):
             return result
@@ -211,7 +231,7 @@ class InductorBackend:
             partial.replace(cached)
         except OSError:
             pass  # an unwritable cache only costs the next conversion a compile
-        return result
+        return {**result, "wall_s": time.monotonic() - started}
 
     def _run_capture(self, request: GenerationRequest, mode: str, stop: _Either) -> dict:
         """Run `model_server.inductor.capture` in the sandbox: its JSON, or {"error": ...} when Inductor cannot
@@ -258,7 +278,7 @@ class InductorBackend:
         if done.exceeded == "stopped" and request.stopped():
             raise BackendError("the conversion was cancelled while Inductor compiled the task")
         if done.exceeded == "stopped":
-            return {"error": f"not needed: {UNNEEDED_BECAUSE[mode]}", "stopped": True}
+            return {"error": f"not needed: {stop.unneeded.reason if stop.unneeded else 'stopped'}", "stopped": True}
         if done.exceeded == "timeout":
             raise BackendError(f"Inductor did not finish compiling the task within {seconds:.0f} s")
         if done.exceeded == "memory":
@@ -285,6 +305,22 @@ def _capture_flags(mode: str, task_source: str) -> tuple[list[str], bool]:
     if mode == "tuned":
         return ["--tuned"], False
     return ["--templates", "--configs", "1"], CONVOLUTION.search(task_source) is not None
+
+
+def _spent(captures: dict[str, dict]) -> str:
+    """Where the compiles' time went, for the progress line: each fresh compile's wall time and, inside it, the
+    capture's imports, task (model, inputs, an eager call) and compile; `cached` or `stopped` for the others."""
+    parts = []
+    for mode, captured in captures.items():
+        seconds = captured.get("seconds") or {}
+        if "wall_s" in captured:
+            inside = ", ".join(f"{stage} {value:.1f}" for stage, value in seconds.items())
+            parts.append(f"{mode} compile {captured['wall_s']:.1f} s" + (f" ({inside})" if inside else ""))
+        elif captured.get("stopped"):
+            parts.append(f"{mode} compile stopped")
+        elif "error" not in captured:
+            parts.append(f"{mode} compile cached")
+    return "; ".join(parts)
 
 
 def _failure_as_error(extra: Future, default_ok: bool, what: str) -> dict:
@@ -383,11 +419,21 @@ def _cache_key(task_source: bytes, device: str, mode: str) -> str:
     return digest.hexdigest()[:32]
 
 
+class _Unneeded(threading.Event):
+    """Set once a capture's result is no longer needed, with the reason why."""
+
+    reason = ""
+
+    def set_because(self, reason: str) -> None:
+        self.reason = reason
+        self.set()
+
+
 class _Either:
     """A capture's stop signal: the conversion is over for its caller, or (the templates compile) its result is
     no longer needed."""
 
-    def __init__(self, stopped: Callable[[], bool], unneeded: threading.Event | None = None):
+    def __init__(self, stopped: Callable[[], bool], unneeded: _Unneeded | None = None):
         self.stopped, self.unneeded = stopped, unneeded
 
     def is_set(self) -> bool:

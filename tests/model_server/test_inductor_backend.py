@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import Future
 
@@ -247,13 +248,15 @@ def test_on_the_cpu_every_rewritten_convolution_becomes_triton_that_verifies(poo
 def test_on_the_cpu_library_convolutions_become_the_project_s_kernel_that_verifies(pool, tmp_path):
     """A channels-last 2-D convolution with a bias, a channels-first 3-D one (copied channels last first) and a
     grouped dilated 1-D one, which Inductor's default compile hands to the library: the variant with the
-    project's implicit-GEMM kernel in their place is all Triton and correct in Triton's interpreter, and is
-    handed over before the templates compile ends."""
+    project's implicit-GEMM kernel in their place is all Triton and correct in Triton's interpreter. Since it
+    takes every library call, no templates compile starts: the default capture is the only one made."""
     task = TASKS / "conv_gemm.py"
     generator = InductorBackend(cache=tmp_path / "cache").generate(GenerationRequest(Task.from_file(task), 4, "cpu"))
     first = next(generator)
     [own] = [g for g in first.candidates if g.policy == "strict"]
-    assert first.more and own.label.startswith(inductor.OWN_CONV)
+    assert not first.more and own.label.startswith(inductor.OWN_CONV)
+    assert [g.label for g in first.candidates if g.policy == "hybrid"] == [inductor.HYBRID]
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 1
     assert "extern_kernels" not in own.source and "torch.convolution" not in own.source
     assert own.source.count("channels_last_kernel_") == 4 and own.source.count("convolution_gemm_kernel_") == 6
     candidate = tmp_path / "own.py"
@@ -405,12 +408,11 @@ def test_on_a_gpu_a_long_k_matmul_converts_to_an_all_triton_tf32x3_template(tmp_
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["conv_transpose_strided", "conv1d_dilated"])
 def test_on_a_gpu_a_convolution_the_templates_did_not_take_gets_verified_triton_templates(tmp_path, name):
-    """A strided transposed convolution (by output phase) and a dilated 1-D one (by phase, as 2-D) become
-    convolutions Inductor's templates take: their template candidates, IEEE and tf32x3, are all Triton and
-    correct, where before the only candidate was cuDNN's. Six samples: the dilated 1-D one also gets the
-    project's own kernel (three variants) ahead of the templates."""
+    """A strided transposed convolution (by output phase) and a dilated, thinly grouped 1-D one (by phase, as
+    2-D), which the project's own kernel refuses, become convolutions Inductor's templates take: their template
+    candidates, IEEE and tf32x3, are all Triton and correct, where before the only candidate was cuDNN's."""
     task = FIXTURES / "gpu" / f"{name}.py"
-    request = ConvertRequest(task=task.read_text(), task_name=name, samples=6, rounds=1, trials=2)
+    request = ConvertRequest(task=task.read_text(), task_name=name, samples=4, rounds=1, trials=2)
     with VerifierPool(size=2, device="cuda") as gpu:
         outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
     verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
@@ -440,16 +442,20 @@ def test_on_a_gpu_few_channel_and_depthwise_convolutions_are_converted_to_verifi
 @pytest.mark.slow
 def test_on_a_gpu_library_convolutions_become_the_project_s_kernel_and_it_is_chosen(tmp_path):
     """A 64-channel 2-D convolution and a 32-channel 3-D one, which kept cuDNN: the variants with the project's
-    implicit-GEMM kernel verify, all Triton, and one is chosen over the hybrid (it ran at 2x of cuDNN's fp32)."""
+    implicit-GEMM kernel verify, all Triton, and one is chosen over the hybrid (it ran at 2x of cuDNN's fp32).
+    The templates compile, which that kernel makes unneeded, is stopped: only the default capture is cached."""
     task = FIXTURES / "gpu" / "conv_channels.py"
     request = ConvertRequest(task=task.read_text(), task_name="conv_channels", samples=4, rounds=1, trials=2)
     with VerifierPool(size=2, device="cuda") as gpu:
         outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
     verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
     own = [a for a in outcome.attempts if a.label.startswith(inductor.OWN_CONV)]
-    assert len(own) == 2 and all(a.report.verdict == "correct" and a.policy == "strict" for a in own), verdicts
+    assert sum("tf32x3" in a.label for a in own) == 2, verdicts
+    assert all(a.report.verdict == "correct" and a.policy == "strict" for a in own), verdicts
     assert outcome.best is not None and outcome.best.label.startswith(inductor.OWN_CONV), verdicts
     assert "extern_kernels" not in outcome.best.source and "torch.convolution" not in outcome.best.source
+    assert not any("templates" in a.label for a in outcome.attempts), verdicts
+    assert len(list(tmp_path.glob("*.json"))) == 1
 
 
 @pytest.mark.gpu
@@ -556,3 +562,74 @@ def _returned(generator):
             next(generator)
         except StopIteration as stop:
             return stop.value
+
+
+class _StagedCaptures(InductorBackend):
+    """The backend with each compile's result given instead of made: a GPU compile cannot run here, so stored GPU
+    captures stand in for it. The default one returns at once; the others return theirs once `release` is set,
+    or end as a stopped compile does when the backend stops them first (an error after 30 s of neither). The
+    cache, the stopping and the planning are the backend's own."""
+
+    def __init__(self, captures: dict[str, dict], release: threading.Event, cache):
+        super().__init__(cache=cache)
+        self.staged, self.release, self.stopped_because = captures, release, {}
+
+    def _run_capture(self, request, mode, stop):
+        given_up = time.monotonic() + 30  # a backend that never stops this compile fails the test, not hangs it
+        while mode != "default":
+            if time.monotonic() > given_up:
+                return {"error": "neither released nor stopped"}
+            if stop.is_set():
+                self.stopped_because[mode] = stop.unneeded.reason
+                return {"error": f"not needed: {stop.unneeded.reason}", "stopped": True}
+            if self.release.wait(0.01):
+                break
+        return self.staged[mode]
+
+
+def _staged_request(tmp_path, fixture: str) -> tuple[dict, GenerationRequest]:
+    captured, source, name = load(INDUCTOR_FIXTURES / fixture)
+    (tmp_path / name).write_text(source)
+    return captured, GenerationRequest(Task.from_file(tmp_path / name), 4, "cuda")
+
+
+def test_without_a_library_call_the_default_kernels_are_verified_while_the_tuned_compile_runs(tmp_path):
+    """Cross-entropy's GPU capture: its default kernels are handed over as soon as they exist, the templates
+    compile is stopped (nothing calls a library), and the tuned kernels, whose launch configuration differs,
+    follow once their compile ends."""
+    default, request = _staged_request(tmp_path, "cross_entropy.cuda.json")
+    default["seconds"] = {"imports": 3.2, "task": 1.1, "compile": 7.9}  # as a fresh capture reports them
+    tuned = json.loads(json.dumps(default))
+    tuned["configs"]["triton_red_fused_prepare_softmax_online_0"]["num_warps"] = 8
+    release = threading.Event()
+    backend = _StagedCaptures({"default": default, "tuned": tuned}, release, tmp_path / "cache")
+    generator = backend.generate(request)
+    first = next(generator)
+    assert first.more and [g.label for g in first.candidates] == ["Inductor's default kernels"]
+    release.set()
+    rest = list(generator)
+    assert [g.label for batch in rest for g in batch.candidates] == [inductor.TUNED]
+    assert backend.stopped_because == {"templates": inductor.NO_LIBRARY}
+    spent = rest[-1].spent.split("; ")
+    assert re.fullmatch(r"default compile \d+\.\d s \(imports 3\.2, task 1\.1, compile 7\.9\)", spent[0]), spent
+    assert spent[1] == "templates compile stopped" and re.fullmatch(r"tuned compile \d+\.\d s \(.*\)", spent[2])
+
+
+def test_where_the_project_s_kernel_takes_every_library_convolution_no_templates_candidate_is_made(tmp_path):
+    """The published conv2d's GPU capture: the own-kernel variants render, so the templates compile is stopped,
+    and its result is not used even where it finished (from the cache, say) before the default one was read."""
+    default, request = _staged_request(tmp_path, "published_conv2d.cuda.json")
+    templates, _, _ = load(INDUCTOR_FIXTURES / "published_conv2d.cuda-templates.json")
+    release = threading.Event()
+    backend = _StagedCaptures({"default": default, "templates": templates}, release, tmp_path / "cache")
+    [batch] = list(backend.generate(request))
+    labels = [g.label for g in batch.candidates]
+    assert not batch.more and labels[:2] == [inductor._describe_own(inductor.OWN_CONV_TILES[0]), inductor.HYBRID]
+    assert not any("templates" in label for label in labels), labels
+    assert backend.stopped_because == {"templates": inductor.OWN_KERNELS_SUFFICE, "tuned": inductor.CALLS_LIBRARY}
+
+    release.set()  # a templates compile that is done before the default one is read changes nothing
+    staged = {"default": default, "templates": templates, "tuned": default}
+    backend = _StagedCaptures(staged, release, tmp_path / "cache2")
+    [again] = list(backend.generate(request))
+    assert [g.label for g in again.candidates] == labels
