@@ -25,3 +25,6 @@ case $1 in
            tests/model_server/test_inductor_rewrite.py tests/model_server/test_conv_gemm.py > $OUT/tests-rewrite.log 2>&1 &
          wait; tail -8 $OUT/tests-backend.log $OUT/tests-rewrite.log ;;
 esac
+# The import measurement (imports.txt, capture_time.txt) ran as one command on one H200 after the tests:
+#   python3 -c "import torch; from torch._inductor.compile_fx import compile_fx" timed alone twice, then three at once;
+#   timeout 200 python3 benchmarks/capture_time.py relu_6gib gemm_relu_divide --device cuda
