@@ -59,7 +59,7 @@ LIBRARY_REWRITTEN = "Inductor, library ops rewritten as Triton"
 TUNED = "Inductor's kernels, coordinate-descent tuned"
 NO_LIBRARY = "Inductor's default kernels make no library call"
 OWN_KERNELS_SUFFICE = "the project's convolution kernel takes every library call of Inductor's default compile"
-CALLS_LIBRARY = "Inductor's default compile calls a library or failed, so its templates compile is tried instead"
+CALLS_LIBRARY = "Inductor's default compile calls a library or failed: its tuning is not what the task needs"
 # Convolution templates have no tile the variants set, so a convolution's keep Inductor's autotuning (and its pool).
 CONVOLUTION = re.compile(r"\b(?:conv(?:_transpose)?[123]d|Conv(?:Transpose)?[123]d|convolution)\b")
 
@@ -187,8 +187,8 @@ class InductorBackend:
 
     def _own_kernels_suffice(self, default: dict, request: GenerationRequest) -> bool:
         """Whether the default capture with the project's convolution kernel is an all-Triton candidate: then the
-        templates compile is not worth its time (on the published and KernelBench convolutions that kernel ran
-        at 2.3-3.0x of Inductor's convolution templates on KernelBench, H200, 2026-11-28), nor the CPUs it holds."""
+        templates compile is not worth its time (that kernel ran at 2.3-3.0x of Inductor's convolution templates
+        on seven KernelBench convolutions, H200, 2026-11-28), nor the CPUs it holds."""
         own, _ = _own_convolutions(default)
         if not own:
             return False
