@@ -6,10 +6,12 @@
 Default tasks: benchmarks/tasks/published/*.py (KernelBench level 1/2 problems at their published sizes). Each
 task runs through the real conversion loop (generation of the backend's variants, verification and timing of
 each, a repair round) on one shared verifier pool, so conversion time includes everything a user waits for
-except the pool's one-time start. Prints a row per task, then the geometric means of the chosen candidates'
-speedups: all tasks, and the tasks that have a matmul or convolution (a template or library variant).
-`--table` prints the same table from the `--json` files of earlier runs (a later file's row replaces an
-earlier one of the same task), for a table assembled from runs split over several machines' sessions.
+except the pool's one-time start. Spare capture processes are kept, as the server keeps them (`--no-spares`:
+each capture process starts with its compile, as in one `tritonize convert`). Prints a row per task, then the
+geometric means of the chosen candidates' speedups: all tasks, and the tasks that have a matmul or convolution
+(a template or library variant). `--table` prints the same table from the `--json` files of earlier runs (a
+later file's row replaces an earlier one of the same task), for a table assembled from runs split over several
+machines' sessions.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 
 from model_server.api import ConvertRequest
-from model_server.backends import BackendConfig, create_backend
+from model_server.backends.inductor import InductorBackend
 from model_server.loop import ConvertError, Outcome, convert
 from verifier import Task, TaskError, VerifierPool
 
@@ -42,6 +44,12 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
+        "--no-spares",
+        action="store_true",
+        help="start each capture process when its compile starts, as one `tritonize convert` does (default: "
+        "spare capture processes started ahead, as the server keeps them)",
+    )
+    parser.add_argument(
         "--policy", choices=("strict", "hybrid"), default="hybrid", help="hybrid, as the recorded runs (default)"
     )
     parser.add_argument("--json", help="also write every row here")
@@ -58,7 +66,9 @@ def main() -> None:
     missing = [str(path) for path in paths if not path.is_file()]
     if missing:
         parser.error(f"no such task: {', '.join(missing)} (names are files of {TASKS})")
-    backend = create_backend(BackendConfig("inductor"))
+    backend = InductorBackend()
+    if not args.no_spares:  # as the server does: each compile in a capture process started ahead
+        backend.start_spares(args.device)
     options = {"samples": args.samples, "rounds": args.rounds, "trials": args.trials, "policy": args.policy}
     rows = []
     print(HEADER)
@@ -69,6 +79,7 @@ def main() -> None:
             print(_line(row), flush=True)
             if args.json:
                 Path(args.json).write_text(json.dumps(rows, indent=1))
+    backend.close()
     print(_summary(rows))
 
 

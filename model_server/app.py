@@ -215,6 +215,9 @@ class _State:
 
     def start(self) -> None:
         self.pool = VerifierPool(size=self.config.workers, device=self.config.backend.device)
+        start_spares = getattr(self.backend, "start_spares", None)  # a long-lived process: worth keeping
+        if start_spares is not None:
+            start_spares(self.pool.device)
 
     def stop(self) -> None:
         if self.pool is not None:

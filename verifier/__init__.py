@@ -34,6 +34,7 @@ _PUBLIC = {
     "UsageError": "verifier.errors",
     # running other code isolated (the Inductor capture), and where it may cache
     "run_isolated": "verifier.host.runner",
+    "Spare": "verifier.host.runner",
     "default_memory_limit": "verifier.host.limits",
     "cache_dir": "verifier.cache",
     "inductor_cache_dir": "verifier.cache",

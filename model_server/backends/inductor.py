@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import re
@@ -24,7 +25,7 @@ from model_server.inductor.rewrite import (
     uses_library,
     uses_library_convolution,
 )
-from verifier import cache_dir, default_memory_limit, inductor_cache_dir, run_isolated
+from verifier import Spare, cache_dir, default_memory_limit, inductor_cache_dir, run_isolated
 
 CAPTURE_FORMAT = 11  # bump when what `capture` records changes, so cached captures are made again
 # Inductor compiles in a pool of 16 worker processes by default, started while it imports: for the few kernels
@@ -84,7 +85,9 @@ class InductorBackend:
     autotuner chose and at other tiles, the template as Inductor made it (IEEE fp32), and the hybrid candidate
     that keeps the library call with Triton for the rest. The repair round replaces each candidate that
     failed with its fallback (a tf32x3 template falls back to IEEE fp32). Captures are cached by task, device
-    and torch version, so converting the same task again starts at once.
+    and torch version, so converting the same task again starts at once. A long-lived process (the server, a
+    benchmark) calls `start_spares`: each compile then runs in a capture process started ahead, its imports
+    done; `close` ends them.
     """
 
     name = "inductor"
@@ -92,6 +95,26 @@ class InductorBackend:
     def __init__(self, timeout: float = 600.0, cache: Path | None = None):
         self.timeout = timeout
         self.cache = cache if cache is not None else cache_dir() / "inductor-captures"
+        self._spares: dict[tuple[str, str, bool], Spare] | None = None  # by device, mode and compile pool
+        self._spares_lock = threading.Lock()
+
+    def start_spares(self, device: str) -> None:
+        """Keep a capture process ready for each compile a conversion on `device` starts, and replace each one as
+        it is used. A capture's imports (torch and Inductor) take about 10 s of its 13-28 s on the GPU machine
+        (H200, 2026-11-28); a spare has them done. Each idle spare holds the memory of those imports."""
+        with self._spares_lock:
+            if self._spares is None:
+                self._spares = {}
+                atexit.register(self.close)
+        for mode in ("default", "templates", "tuned") if device == "cuda" else ("default", "templates"):
+            self._replenish((device, mode, False))
+
+    def close(self) -> None:
+        """End the spare capture processes; later compiles start their own."""
+        with self._spares_lock:
+            spares, self._spares = self._spares, None
+        for spare in (spares or {}).values():
+            spare.close()
 
     def models(self) -> list[str]:
         return ["inductor"]
@@ -224,6 +247,7 @@ class InductorBackend:
         result = self._run_capture(request, mode, _Either(request.stopped, unneeded))
         if result.get("stopped") or result.get("out_of_memory"):
             return result
+        spare = result.pop("spare", False)
         try:
             self.cache.mkdir(parents=True, exist_ok=True)
             partial = cached.with_suffix(f".{mode}.tmp")
@@ -231,7 +255,7 @@ class InductorBackend:
             partial.replace(cached)
         except OSError:
             pass  # an unwritable cache only costs the next conversion a compile
-        return {**result, "wall_s": time.monotonic() - started}
+        return {**result, "wall_s": time.monotonic() - started, **({"spare": True} if spare else {})}
 
     def _run_capture(self, request: GenerationRequest, mode: str, stop: _Either) -> dict:
         """Run `model_server.inductor.capture` in the sandbox: its JSON, or {"error": ...} when Inductor cannot
@@ -253,28 +277,28 @@ class InductorBackend:
             raise BackendError("the deadline passed before Inductor could compile the task")
         task = request.task
         flags, pooled = _capture_flags(mode, task.source)
-        cache = inductor_cache_dir()
-        cache.mkdir(parents=True, exist_ok=True)
-        env = {"TORCHINDUCTOR_CACHE_DIR": str(cache / "tuned" if mode == "tuned" else cache)}
-        if not pooled:
-            env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+        cache, env = _capture_env(mode, pooled)
 
         def program(folder: str) -> list[str]:
             path = str(Path(folder, task.file_name))
             return [sys.executable, "-m", "model_server.inductor.capture", path, "--device", request.device, *flags]
 
         # the GPU is shared with correctness runs, and no timing runs meanwhile (Inductor autotunes on it)
-        done = run_isolated(
-            program,
-            device=request.device,
-            seconds=seconds,
-            files={task.file_name: task.source},
-            writable=[str(cache)],
-            packages=("verifier", "model_server"),
-            env=env,
-            stop=stop,
-            gpu_alone=alone,
-        )
+        spare = None if alone else self._take_spare((request.device, mode, pooled))
+        if spare is not None:
+            done = spare.run({task.file_name: task.source}, seconds, stop)
+        else:
+            done = run_isolated(
+                program,
+                device=request.device,
+                seconds=seconds,
+                files={task.file_name: task.source},
+                writable=[str(cache)],
+                packages=("verifier", "model_server"),
+                env=env,
+                stop=stop,
+                gpu_alone=alone,
+            )
         if done.exceeded == "stopped" and request.stopped():
             raise BackendError("the conversion was cancelled while Inductor compiled the task")
         if done.exceeded == "stopped":
@@ -293,7 +317,35 @@ class InductorBackend:
         if not isinstance(result, dict):
             tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
             raise BackendError(f"Inductor's capture failed (exit {done.returncode}): {tail[0]}")
-        return result
+        return {**result, "spare": True} if spare is not None else result
+
+    def _take_spare(self, key: tuple[str, str, bool]) -> Spare | None:
+        """A ready spare capture for (device, mode, pooled), if spares are kept (and another started in its
+        place, for the next conversion)."""
+        with self._spares_lock:
+            if self._spares is None:
+                return None
+            spare = self._spares.pop(key, None)
+        self._replenish(key)
+        if spare is not None and not spare.alive():
+            spare.close()
+            return None
+        return spare
+
+    def _replenish(self, key: tuple[str, str, bool]) -> None:
+        device, mode, pooled = key
+        cache, env = _capture_env(mode, pooled)
+        flags, _ = _capture_flags(mode, "")
+
+        def program(folder: str) -> list[str]:
+            return [sys.executable, "-m", "model_server.inductor.capture", folder, "--wait", "--device", device, *flags]
+
+        with self._spares_lock:
+            if self._spares is None or key in self._spares:
+                return
+            self._spares[key] = Spare(
+                program, device=device, writable=[str(cache)], packages=("verifier", "model_server"), env=env
+            )
 
 
 def _capture_flags(mode: str, task_source: str) -> tuple[list[str], bool]:
@@ -307,6 +359,16 @@ def _capture_flags(mode: str, task_source: str) -> tuple[list[str], bool]:
     return ["--templates", "--configs", "1"], CONVOLUTION.search(task_source) is not None
 
 
+def _capture_env(mode: str, pooled: bool) -> tuple[Path, dict[str, str]]:
+    """The Inductor cache a capture in `mode` writes (the verifier's; the tuned one's own), and its environment."""
+    cache = inductor_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(cache / "tuned" if mode == "tuned" else cache)}
+    if not pooled:
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+    return cache, env
+
+
 def _spent(captures: dict[str, dict]) -> str:
     """Where the compiles' time went, for the progress line: each fresh compile's wall time and, inside it, the
     capture's imports, task (model, inputs, an eager call) and compile; `cached` or `stopped` for the others."""
@@ -315,7 +377,8 @@ def _spent(captures: dict[str, dict]) -> str:
         seconds = captured.get("seconds") or {}
         if "wall_s" in captured:
             inside = ", ".join(f"{stage} {value:.1f}" for stage, value in seconds.items())
-            parts.append(f"{mode} compile {captured['wall_s']:.1f} s" + (f" ({inside})" if inside else ""))
+            spare = ", in a spare process" if captured.get("spare") else ""
+            parts.append(f"{mode} compile {captured['wall_s']:.1f} s{spare}" + (f" ({inside})" if inside else ""))
         elif captured.get("stopped"):
             parts.append(f"{mode} compile stopped")
         elif "error" not in captured:

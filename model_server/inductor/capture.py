@@ -1,6 +1,8 @@
 """Compile a task with TorchInductor and print what the rewriter needs, as one JSON object (a subprocess).
 
     python -m model_server.inductor.capture TASK.py --device cpu|cuda [--templates | --tuned]
+    python -m model_server.inductor.capture FOLDER --wait ...   (a spare: imports first, then reads the task's
+                                                                 file name in FOLDER from stdin, a JSON list)
 
 On a GPU the compiled model really runs, so Inductor's autotuner picks each kernel's launch configuration.
 On a CPU, Inductor is asked for Triton code (`cpu_backend = "triton"`) with a stand-in Triton driver that
@@ -55,14 +57,48 @@ def main(argv: list[str] | None = None) -> int:
         help="with --templates: keep the first N of Inductor's matmul template configurations (1: no autotuning); "
         "convolution templates are autotuned over all of theirs",
     )
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="TASK is a folder: import torch and Inductor, then read the task's file name from stdin (a JSON list "
+        "of one name), so the imports are done before the task exists",
+    )
     args = parser.parse_args(argv)
+    task = Path(args.task)
+    if args.wait:
+        _import_compiler()
+        names = _names(sys.stdin.readline())
+        if names is None:
+            print(json.dumps({"error": "no task was handed to this capture"}))
+            return 1
+        task = task / names[0]
     try:
-        result = capture(Path(args.task), args.device, args.templates, args.configs, tuned=args.tuned)
+        result = capture(task, args.device, args.templates, args.configs, tuned=args.tuned)
     except CaptureError as exc:
         print(json.dumps({"error": str(exc), **({"out_of_memory": True} if exc.out_of_memory else {})}))
         return 1
     print(json.dumps(result))
     return 0
+
+
+def _import_compiler() -> None:
+    """What `capture` imports, done ahead (about 10 s on the GPU machine: torch, then Inductor's compiler)."""
+    import torch
+    import torch._inductor.compile_fx
+    import torch._inductor.graph  # noqa: F401
+
+    import verifier.sandbox.task_code  # noqa: F401
+    from model_server.inductor import decompositions  # noqa: F401
+
+
+def _names(line: str) -> list[str] | None:
+    try:
+        names = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(names, list) or len(names) != 1 or not isinstance(names[0], str):
+        return None
+    return names
 
 
 def capture(task: Path, device: str, templates: bool, configs: int | None = None, tuned: bool = False) -> dict:

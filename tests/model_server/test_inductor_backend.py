@@ -633,3 +633,26 @@ def test_where_the_project_s_kernel_takes_every_library_convolution_no_templates
     backend = _StagedCaptures(staged, release, tmp_path / "cache2")
     [again] = list(backend.generate(request))
     assert [g.label for g in again.candidates] == labels
+
+
+@pytest.mark.slow
+def test_with_spares_each_capture_runs_in_a_process_started_ahead_and_close_ends_them(tmp_path):
+    """A long-lived process keeps spare capture processes, their imports done: the capture runs in one (the
+    progress line says so), makes the same candidate as a capture process started on demand, and is replaced
+    for the next conversion; `close` ends every spare."""
+    request = GenerationRequest(Task.from_file(TASKS / "relu.py"), 4, "cpu")
+    [cold] = list(InductorBackend(cache=tmp_path / "cold").generate(request))
+    backend = InductorBackend(cache=tmp_path / "warm")
+    backend.start_spares("cpu")
+    started = list(backend._spares.values())
+    try:
+        [warm] = list(backend.generate(request))
+        assert re.match(r"default compile [\d.]+ s, in a spare process \(imports", warm.spent), warm.spent
+        assert "spare" not in cold.spent
+        assert [g.source for g in warm.candidates] == [g.source for g in cold.candidates]
+        assert set(backend._spares) == {("cpu", "default", False), ("cpu", "templates", False)}
+        replacements = [s for s in backend._spares.values() if s not in started]
+        assert len(replacements) == 1 and replacements[0].alive()
+    finally:
+        backend.close()
+    assert not any(spare.alive() for spare in started + replacements)

@@ -272,24 +272,34 @@ def run_limited(launch: Launch, limits: Limits, stop: Stop | None = None, cwd: s
     killed when it runs out of time or memory, or when `stop` is set (`exceeded` is then "stopped"). At most
     OUTPUT_LIMIT bytes of each output stream are read."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        where = cwd or (launch.scratch if launch.scratch != SCRATCH else None)
-        process = spawn(launch, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=where)
-        meter, exceeded = Meter(process.pid, limits, include_root=True, group=launch.group), None
-        try:
-            while process.poll() is None:
-                exceeded = "stopped" if stop is not None and stop.is_set() else meter.exceeded()
-                if exceeded is not None:
-                    break
-                time.sleep(POLL_SECONDS)
-        finally:
-            if process.poll() is None:
-                procs.kill_tree(process.pid)
-                process.wait()
-            if launch.group is not None:
-                launch.group.kill()
-        if exceeded is None and meter.killed_for_memory():
-            exceeded = "memory"
-        return Finished(None if exceeded else process.returncode, _read_start(out), _read_start(err), exceeded)
+        process = spawn(launch, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd or working_dir(launch))
+        return supervise(process, launch, limits, stop, out, err)
+
+
+def working_dir(launch: Launch) -> str | None:
+    """Where a sandbox's command starts: its own scratch (None: the caller's directory)."""
+    return launch.scratch if launch.scratch != SCRATCH else None
+
+
+def supervise(process: subprocess.Popen, launch: Launch, limits: Limits, stop: Stop | None, out, err) -> Finished:
+    """Hold a started sandbox to `limits`, counted from now, until it ends (or kill it, as `run_limited` says);
+    `out` and `err` are the files its output streams go to."""
+    meter, exceeded = Meter(process.pid, limits, include_root=True, group=launch.group), None
+    try:
+        while process.poll() is None:
+            exceeded = "stopped" if stop is not None and stop.is_set() else meter.exceeded()
+            if exceeded is not None:
+                break
+            time.sleep(POLL_SECONDS)
+    finally:
+        if process.poll() is None:
+            procs.kill_tree(process.pid)
+            process.wait()
+        if launch.group is not None:
+            launch.group.kill()
+    if exceeded is None and meter.killed_for_memory():
+        exceeded = "memory"
+    return Finished(None if exceeded else process.returncode, _read_start(out), _read_start(err), exceeded)
 
 
 def _read_start(stream) -> str:

@@ -28,3 +28,6 @@ esac
 # The import measurement (imports.txt, capture_time.txt) ran as one command on one H200 after the tests:
 #   python3 -c "import torch; from torch._inductor.compile_fx import compile_fx" timed alone twice, then three at once;
 #   timeout 200 python3 benchmarks/capture_time.py relu_6gib gemm_relu_divide --device cuda
+# Spare capture processes (after the sample run), one H200, the tail of this session's device time:
+#   timeout 200 python3 benchmarks/convert_inductor.py --device cuda .kb/sample/l1_22_* .kb/sample/l2_30_* \
+#     .kb/sample/l1_17_* .kb/sample/l2_54_* --json $OUT/spares.json > $OUT/spares.txt
