@@ -46,6 +46,7 @@ class ServerConfig:
     max_body_bytes: int = 1024 * 1024
     max_conversions: int = 2
     max_queued: int = 4
+    spares: bool = True  # inductor backend: capture processes started ahead, their imports done
 
 
 class VerifyBody(BaseModel):
@@ -216,7 +217,7 @@ class _State:
     def start(self) -> None:
         self.pool = VerifierPool(size=self.config.workers, device=self.config.backend.device)
         start_spares = getattr(self.backend, "start_spares", None)  # a long-lived process: worth keeping
-        if start_spares is not None:
+        if start_spares is not None and self.config.spares:
             start_spares(self.pool.device)
 
     def stop(self) -> None:

@@ -102,6 +102,12 @@ def _add_serve(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--token", metavar="T", help="bearer token every endpoint but /health requires (default: $TRITONIZE_TOKEN)"
     )
+    serve.add_argument(
+        "--no-spares",
+        action="store_true",
+        help="inductor backend: start each capture process when its compile starts, instead of keeping spares with "
+        "torch and Inductor imported (saves their memory; each conversion waits for the imports)",
+    )
     serve.set_defaults(run=_run_serve)
 
 
@@ -202,6 +208,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         token=token,
         max_conversions=args.max_conversions,
         max_queued=max(0, args.max_queued),
+        spares=not args.no_spares,
     )
     try:
         app = create_app(config)

@@ -87,8 +87,8 @@ def _import_compiler() -> None:
     import torch._inductor.compile_fx
     import torch._inductor.graph  # noqa: F401
 
-    import verifier.sandbox.task_code  # noqa: F401
     from model_server.inductor import decompositions  # noqa: F401
+    from verifier import load_module  # noqa: F401  (the verifier's task helpers, which import torch's parts)
 
 
 def _names(line: str) -> list[str] | None:

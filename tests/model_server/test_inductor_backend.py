@@ -656,3 +656,40 @@ def test_with_spares_each_capture_runs_in_a_process_started_ahead_and_close_ends
     finally:
         backend.close()
     assert not any(spare.alive() for spare in started + replacements)
+
+
+@pytest.mark.slow
+def test_a_cancelled_conversion_ends_the_spare_its_capture_runs_in(tmp_path):
+    """Once the conversion is cancelled, the spare that took its compile is killed as an on-demand capture process
+    would be, and the backend says the conversion was cancelled."""
+    backend = InductorBackend(cache=tmp_path / "cache")
+    backend.start_spares("cpu")
+    key = ("cpu", "default", False)
+    spare = backend._spares[key]
+    cancelled = threading.Event()
+    request = GenerationRequest(Task.from_file(TASKS / "softmax.py"), 4, "cpu", stopped=cancelled.is_set)
+    outcome: list[BaseException | None] = []
+
+    def convert_it() -> None:
+        try:
+            list(backend.generate(request))
+            outcome.append(None)
+        except BackendError as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=convert_it)
+    try:
+        worker.start()
+        deadline = time.monotonic() + 60
+        while backend._spares.get(key) is spare and time.monotonic() < deadline:  # not yet taken
+            time.sleep(0.05)
+        assert backend._spares.get(key) is not spare, "the conversion never took the spare"
+        cancelled.set()
+        at = time.monotonic()
+        worker.join(30)
+        assert not spare.alive() and time.monotonic() - at < 5
+        assert outcome and "cancelled" in str(outcome[0])
+    finally:
+        cancelled.set()
+        worker.join(30)
+        backend.close()
