@@ -280,8 +280,7 @@ class InductorBackend:
         cache, env = _capture_env(mode, pooled)
 
         def program(folder: str) -> list[str]:
-            path = str(Path(folder, task.file_name))
-            return [sys.executable, "-m", "model_server.inductor.capture", path, "--device", request.device, *flags]
+            return _capture_command(str(Path(folder, task.file_name)), request.device, flags)
 
         # the GPU is shared with correctness runs, and no timing runs meanwhile (Inductor autotunes on it)
         spare = None if alone else self._take_spare((request.device, mode, pooled))
@@ -335,10 +334,10 @@ class InductorBackend:
     def _replenish(self, key: tuple[str, str, bool]) -> None:
         device, mode, pooled = key
         cache, env = _capture_env(mode, pooled)
-        flags, _ = _capture_flags(mode, "")
+        flags, _ = _capture_flags(mode, "")  # the flags depend on the mode alone
 
         def program(folder: str) -> list[str]:
-            return [sys.executable, "-m", "model_server.inductor.capture", folder, "--wait", "--device", device, *flags]
+            return _capture_command(folder, device, flags, wait=True)
 
         with self._spares_lock:
             if self._spares is None or key in self._spares:
@@ -357,6 +356,13 @@ def _capture_flags(mode: str, task_source: str) -> tuple[list[str], bool]:
     if mode == "tuned":
         return ["--tuned"], False
     return ["--templates", "--configs", "1"], CONVOLUTION.search(task_source) is not None
+
+
+def _capture_command(target: str, device: str, flags: list[str], wait: bool = False) -> list[str]:
+    """The capture's argv: of the task file `target`, or (`wait`) of a spare that reads its task's name in the
+    folder `target` from stdin."""
+    waiting = ["--wait"] if wait else []
+    return [sys.executable, "-m", "model_server.inductor.capture", target, *waiting, "--device", device, *flags]
 
 
 def _capture_env(mode: str, pooled: bool) -> tuple[Path, dict[str, str]]:

@@ -292,14 +292,19 @@ def supervise(process: subprocess.Popen, launch: Launch, limits: Limits, stop: S
                 break
             time.sleep(POLL_SECONDS)
     finally:
-        if process.poll() is None:
-            procs.kill_tree(process.pid)
-            process.wait()
-        if launch.group is not None:
-            launch.group.kill()
+        end(process, launch)
     if exceeded is None and meter.killed_for_memory():
         exceeded = "memory"
     return Finished(None if exceeded else process.returncode, _read_start(out), _read_start(err), exceeded)
+
+
+def end(process: subprocess.Popen, launch: Launch) -> None:
+    """Kill a started sandbox's whole process tree if it still runs, and its memory group."""
+    if process.poll() is None:
+        procs.kill_tree(process.pid)
+        process.wait()
+    if launch.group is not None:
+        launch.group.kill()
 
 
 def _read_start(stream) -> str:

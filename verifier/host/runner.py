@@ -11,7 +11,6 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from verifier import procs
 from verifier.host import gpu_lock, isolation
 from verifier.host.isolation import Finished
 from verifier.host.limits import Limits, default_memory_limit
@@ -101,11 +100,7 @@ class Spare:
 
     def close(self) -> None:
         """Kill it if it still runs, and delete its files."""
-        if self._process.poll() is None:
-            procs.kill_tree(self._process.pid)
-            self._process.wait()
-        if self._launch.group is not None:
-            self._launch.group.kill()
+        isolation.end(self._process, self._launch)
         for stream in (self._process.stdin, self._out, self._err):
             with contextlib.suppress(OSError):
                 stream.close()
