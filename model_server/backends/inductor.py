@@ -284,6 +284,7 @@ class InductorBackend:
 
         # the GPU is shared with correctness runs, and no timing runs meanwhile (Inductor autotunes on it)
         spare = None if alone else self._take_spare((request.device, mode, pooled))
+        launched = time.time()
         if spare is not None:
             done = spare.run({task.file_name: task.source}, seconds, stop)
         else:
@@ -316,6 +317,7 @@ class InductorBackend:
         if not isinstance(result, dict):
             tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
             raise BackendError(f"Inductor's capture failed (exit {done.returncode}): {tail[0]}")
+        result["seconds"] = _outside(result, done.waited_s, launched, time.time())
         return {**result, "spare": True} if spare is not None else result
 
     def _take_spare(self, key: tuple[str, str, bool]) -> Spare | None:
@@ -375,14 +377,35 @@ def _capture_env(mode: str, pooled: bool) -> tuple[Path, dict[str, str]]:
     return cache, env
 
 
+def _outside(result: dict, waited: float, launched: float, finished: float) -> dict:
+    """The capture's own split of its time with what happened outside it: the wait for the GPU, the start of its
+    process (for a spare, the handover) and its exit, measured by the wall clock it reported."""
+    seconds = result.get("seconds")
+    clock = result.pop("clock", None)
+    if not isinstance(seconds, dict) or not isinstance(clock, dict):
+        return seconds
+    began, ended = clock.get("began"), clock.get("ended")
+    if not isinstance(began, int | float) or not isinstance(ended, int | float):
+        return seconds
+    start = max(0.0, began - launched - waited)
+    return {
+        "waited": round(waited, 2),
+        "start": round(start, 2),
+        **seconds,
+        "exit": round(max(0.0, finished - ended), 2),
+    }
+
+
 def _spent(captures: dict[str, dict]) -> str:
-    """Where the compiles' time went, for the progress line: each fresh compile's wall time and, inside it, the
-    capture's imports, task (model, inputs, an eager call) and compile; `cached` or `stopped` for the others."""
+    """Where the compiles' time went, for the progress line: each fresh compile's wall time and, inside it, any
+    wait for the GPU, its process's start, the capture's imports, task (model, inputs, an eager call) and compile,
+    and its process's exit; `cached` or `stopped` for the others."""
     parts = []
     for mode, captured in captures.items():
         seconds = captured.get("seconds") or {}
         if "wall_s" in captured:
-            inside = ", ".join(f"{stage} {value:.1f}" for stage, value in seconds.items())
+            shown = {stage: value for stage, value in seconds.items() if stage != "waited" or value >= 0.05}
+            inside = ", ".join(f"{stage} {value:.1f}" for stage, value in shown.items())
             spare = ", in a spare process" if captured.get("spare") else ""
             parts.append(f"{mode} compile {captured['wall_s']:.1f} s{spare}" + (f" ({inside})" if inside else ""))
         elif captured.get("stopped"):

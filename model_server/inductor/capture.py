@@ -109,7 +109,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
     around its heuristic's choice, timing them on the GPU."""
     if tuned and device != "cuda":
         raise CaptureError("tuning times kernels on the GPU: --tuned needs --device cuda")
-    started = time.perf_counter()
+    began, started = time.time(), time.perf_counter()
     import torch
     import torch._inductor.config as inductor_config
     from torch._inductor.compile_fx import compile_fx
@@ -195,6 +195,8 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
             "task": round(ready - imported, 2),
             "compile": round(time.perf_counter() - ready, 2),
         },
+        # the wall clock at the capture's start and end: the backend measures its process's start and exit by them
+        "clock": {"began": began, "ended": time.time()},
     }
 
 

@@ -321,6 +321,22 @@ def test_a_second_conversion_of_the_same_task_reads_the_cached_capture(tmp_path)
     )
 
 
+def test_a_fresh_capture_s_split_accounts_for_its_whole_wall_time(tmp_path):
+    """Besides the capture's own stages, the split names the wait for the GPU, the process's start and its exit,
+    so the parts add up to the wall time the progress line reports."""
+    backend = InductorBackend(cache=tmp_path / "cache")
+    captures, _ = _returned(backend._captures(GenerationRequest(Task.from_file(TASKS / "relu.py"), 1, "cpu")))
+    default = captures["default"]
+    seconds = default["seconds"]
+    assert list(seconds) == ["waited", "start", "imports", "task", "compile", "exit"], seconds
+    assert seconds["waited"] == 0.0 and seconds["start"] > 0 and seconds["exit"] > 0  # no GPU lock on a CPU
+    assert abs(sum(seconds.values()) - default["wall_s"]) < 1.0, (seconds, default["wall_s"])
+    spent = inductor._spent(captures)
+    assert re.match(
+        r"default compile [\d.]+ s \(start [\d.]+, imports [\d.]+, task [\d.]+, compile [\d.]+, exit", spent
+    )
+
+
 @pytest.mark.parametrize(
     ("task", "flags", "pooled"),
     [
@@ -384,7 +400,7 @@ def test_on_a_gpu_the_templates_compile_is_stopped_when_the_default_kernels_call
     stopped = captures["templates"].get("stopped")  # else it finished first: with no matmul it is a quick compile
     assert stopped or "error" not in captures["templates"], captures["templates"]
     assert len(list(tmp_path.glob("*.json"))) == (2 if stopped else 3)  # a stopped compile is not cached
-    assert set(captures["default"]["seconds"]) == {"imports", "task", "compile"}
+    assert list(captures["default"]["seconds"]) == ["waited", "start", "imports", "task", "compile", "exit"]
 
 
 @pytest.mark.gpu
@@ -647,7 +663,7 @@ def test_with_spares_each_capture_runs_in_a_process_started_ahead_and_close_ends
     started = list(backend._spares.values())
     try:
         [warm] = list(backend.generate(request))
-        assert re.match(r"default compile [\d.]+ s, in a spare process \(imports", warm.spent), warm.spent
+        assert re.match(r"default compile [\d.]+ s, in a spare process \(start [\d.]+, imports", warm.spent), warm.spent
         assert "spare" not in cold.spent
         assert [g.source for g in warm.candidates] == [g.source for g in cold.candidates]
         assert set(backend._spares) == {("cpu", "default", False), ("cpu", "templates", False)}

@@ -239,6 +239,7 @@ class Finished:
     stdout: str
     stderr: str
     exceeded: str | None = None
+    waited_s: float = 0.0  # how long it waited for the GPU before it started (or, a spare, before it went on)
 
 
 def spawn(launch: Launch, **popen: object) -> subprocess.Popen:

@@ -4,10 +4,12 @@ capture of a task), with the same layers, limits and GPU discipline as a verific
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -38,8 +40,11 @@ def run_isolated(
         folder.mkdir()
         _write(folder, files or {})
         launch = _prepare(program, Path(base), device, writable, packages, env)
+        asked = time.monotonic()
         with _gpu(device, gpu_alone):
-            return isolation.run_limited(launch, Limits(seconds, default_memory_limit()), stop)
+            waited = time.monotonic() - asked
+            done = isolation.run_limited(launch, Limits(seconds, default_memory_limit()), stop)
+        return dataclasses.replace(done, waited_s=waited)
 
 
 class Spare:
@@ -89,12 +94,15 @@ class Spare:
         """Hand over the files and wait for the program's end, as `run_isolated` would."""
         try:
             _write(self._folder, files)
+            asked = time.monotonic()
             with _gpu(self.device, gpu_alone):
+                waited = time.monotonic() - asked
                 with contextlib.suppress(OSError):  # it died while it prepared: its exit says why
                     self._process.stdin.write((json.dumps(list(files)) + "\n").encode())
                     self._process.stdin.close()
                 limits = Limits(seconds, default_memory_limit())
-                return isolation.supervise(self._process, self._launch, limits, stop, self._out, self._err)
+                done = isolation.supervise(self._process, self._launch, limits, stop, self._out, self._err)
+            return dataclasses.replace(done, waited_s=waited)
         finally:
             self.close()
 
