@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--trials", type=int, default=5)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, help="verifications at once (default: the pool's, 4 on a GPU)")
     parser.add_argument(
         "--no-spares",
         action="store_true",

@@ -41,7 +41,7 @@ class ServerConfig:
     """What the server runs with; `tritonize serve` fills it from flags."""
 
     backend: BackendConfig = field(default_factory=BackendConfig)
-    workers: int = 2
+    workers: int | None = None  # verifications at once (None: 4 on a GPU, 2 on a CPU)
     token: str | None = None
     max_body_bytes: int = 1024 * 1024
     max_conversions: int = 2

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import statistics
+import threading
+import time
 
 import pytest
 import torch
@@ -11,6 +13,7 @@ from tests.conftest import FIXTURES
 from tests.sources import pair, read_pairs
 from tests.verifier.zoo_cases import zoo_cases
 from verifier import Task, VerifierPool
+from verifier.host import gpu_lock
 from verifier.host.pool import VERIFICATION_FOOTPRINT
 
 pytestmark = pytest.mark.gpu
@@ -126,6 +129,27 @@ def test_the_baseline_tells_how_many_verifications_of_a_task_fit_at_once():
         assert pool.fitting(add) >= 2
         assert pool.fitting(huge) < pool.fitting(add)
         assert pool.fitting(huge) * VERIFICATION_FOOTPRINT * 12 * 2**30 <= total
+
+
+def test_the_baseline_compiles_beside_other_gpu_work_and_only_its_timing_waits_for_the_gpu_alone(tmp_path, monkeypatch):
+    """torch.compile's compile of the task takes seconds: it shares the GPU (with a capture's compile, say), so
+    nothing waits for it; the timing run that follows finds it in Inductor's cache and waits for the GPU alone."""
+    monkeypatch.setenv("TRITONIZE_CACHE", str(tmp_path))  # an empty Inductor cache, and a lock of the test's own
+    task = Task.from_file(ADD)
+    with VerifierPool(size=1, device="cuda") as pool:
+        pool.warm()
+        timed = threading.Thread(target=pool.time_baseline, args=(task,), daemon=True)
+        with gpu_lock.sharing():
+            timed.start()
+            deadline = time.monotonic() + 120
+            while not any((tmp_path / "inductor" / "fxgraph").rglob("*")) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert any((tmp_path / "inductor" / "fxgraph").rglob("*")), "the compile waited for the GPU alone"
+            time.sleep(1.0)
+            assert timed.is_alive() and not pool.shared.baselines, "the timing ran while the GPU was shared"
+        timed.join(120)
+        [baseline] = pool.shared.baselines.values()
+        assert baseline["eager"]["median_ms"] > 0 and baseline["compiled"]["median_ms"] > 0, baseline
 
 
 def test_sanitize_sees_an_out_of_bounds_read_that_guard_zones_cannot(gpu_pool):

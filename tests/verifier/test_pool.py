@@ -70,7 +70,8 @@ def test_without_isolation_runs_still_happen_in_killable_processes_with_a_warnin
 
 
 def test_warming_starts_the_sandboxes_before_the_first_verification():
-    with VerifierPool(size=2, device="cpu") as fresh:
+    with VerifierPool(size=None, device="cpu") as fresh:  # the device's default size: two on a CPU
+        assert fresh.size == 2
         assert fresh.warm() > 0
         assert fresh.warm() == 0
         report = fresh.verify(*pair(ADD, GOOD), trials=1)

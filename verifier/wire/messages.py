@@ -63,6 +63,7 @@ class Job(_JobRequired, total=False):
     atol: float | None  # reference: tolerance overrides
     rtol: float | None
     compile: bool  # time_reference: also time torch.compile
+    prepare: bool  # time_reference: only compile and call the task once (caches warm for the timing run), no timing
     sanitizer: str  # sanitize: the compute-sanitizer executable
 
 
