@@ -152,6 +152,16 @@ def test_the_baseline_compiles_beside_other_gpu_work_and_only_its_timing_waits_f
         assert baseline["eager"]["median_ms"] > 0 and baseline["compiled"]["median_ms"] > 0, baseline
 
 
+def test_verifications_of_one_task_at_once_compile_and_time_its_baselines_once(tmp_path, monkeypatch):
+    """The second waits for the first one's baselines instead of compiling the task again beside it."""
+    monkeypatch.setenv("TRITONIZE_CACHE", str(tmp_path))
+    with VerifierPool(size=2, device="cuda") as pool:
+        reports = pool.verify_many(read_pairs([(ADD, GOOD), (ADD, GOOD)]), trials=2)
+    assert all(r.verdict == "correct" for r in reports), [r.message for r in reports]
+    assert ["baseline_compile_s" in r.phases for r in reports].count(True) == 1, [r.phases for r in reports]
+    assert sorted(r.timing["baseline_cached"] for r in reports) == [False, True]
+
+
 def test_sanitize_sees_an_out_of_bounds_read_that_guard_zones_cannot(gpu_pool):
     task, candidate = FIXTURES / "tasks/relu.py", FIXTURES / "gpu/reads_past_end.py"
     plain = gpu_pool.verify(*pair(task, candidate), trials=2, timing=False)

@@ -86,6 +86,14 @@ class Shared:
     gpu: str | None = None  # the GPU the sandboxes see, as CUDA_VISIBLE_DEVICES names it (None: the default one)
     timing_lock: threading.Lock = field(default_factory=threading.Lock)
     baselines: dict[tuple, dict] = field(default_factory=dict)
+    baseline_locks: dict[tuple, threading.Lock] = field(default_factory=dict)  # one baseline of a task at a time
+    _locks_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def baseline_lock(self, key: tuple) -> threading.Lock:
+        """The lock a verification holds while it compiles and times a task's baselines: the others of the task
+        wait for the result instead of compiling it again."""
+        with self._locks_lock:
+            return self.baseline_locks.setdefault(key, threading.Lock())
 
     @contextlib.contextmanager
     def measuring(self) -> Iterator[None]:
@@ -149,9 +157,7 @@ class Verification:
         try:
             start_all([self.slot.reference])
             self.first_seed = self.seeder.randrange(2**31)
-            self._prepare_baseline()
-            with self.shared.measuring():
-                self._baseline()
+            self._ensure_baseline()
         finally:
             self.slot.reference.wipe(keep=REFERENCE_CACHES)
 
@@ -404,10 +410,12 @@ class Verification:
     # ------------------------------------------------------------ timing
 
     def _time(self) -> None:
-        self._prepare_baseline()
+        baseline = self._ensure_baseline()
+        if baseline is None:
+            return
         with self.shared.measuring():
             started = time.perf_counter()
-            timing = self._measure()
+            timing = self._measure(baseline)
             self.phases["timing_s"] = time.perf_counter() - started
         if timing is None:
             return
@@ -417,16 +425,13 @@ class Verification:
                 self.report.message = f"re-verification of a {fastest:.1f}x speedup failed: {self.report.message}"
                 return
             with self.shared.measuring():
-                timing = self._measure()
+                timing = self._measure(baseline)
             if timing is None:
                 return
             timing["reverified"] = True
         self.report.timing = timing
 
-    def _measure(self) -> dict | None:
-        ref = self._baseline()
-        if ref is None:
-            return None
+    def _measure(self, ref: dict) -> dict | None:
         calls: list[Call] = [{"seed": self.first_seed, "grad": False, "label": "timed call"}]
         pair = self._run_pair("time_candidate", calls)
         if pair is None:
@@ -449,15 +454,22 @@ class Verification:
             return None
         return _timing_summary(median, trials, ref)
 
-    def _prepare_baseline(self) -> None:
-        """torch.compile's compile of the task (seconds, on a GPU), beside other GPU work: the timing run, which
-        holds the GPU alone, then finds it in Inductor's cache. Its failures are the timing run's to report."""
-        if not self.opts.compile_baseline or self._baseline_key() in self.shared.baselines:
-            return
-        started = time.perf_counter()
-        with gpu_lock.sharing(self.shared.gpu):
-            self._baseline_job({"prepare": True})
-        self.phases["baseline_compile_s"] = time.perf_counter() - started
+    def _ensure_baseline(self) -> dict | None:
+        """The task's baselines (None where they could not be timed: a warning says why), measured unless another
+        verification did (or does: it is waited for). First torch.compile's compile of the task (seconds), beside
+        other GPU work, so that the timing run, which holds the GPU alone, finds it in Inductor's cache; the
+        compile's failures are the timing run's to report."""
+        key = self._baseline_key()
+        with self.shared.baseline_lock(key):
+            if key in self.shared.baselines:
+                return self._baseline()
+            if self.opts.compile_baseline:
+                started = time.perf_counter()
+                with gpu_lock.sharing(self.shared.gpu):
+                    self._baseline_job({"prepare": True})
+                self.phases["baseline_compile_s"] = time.perf_counter() - started
+            with self.shared.measuring():
+                return self._baseline()
 
     def _baseline(self) -> dict | None:
         """Eager and torch.compile timings of the task, measured once per task (shared by the pool's slots)."""

@@ -227,6 +227,10 @@ class ZygoteHandle:
             env["TRITON_INTERPRET"] = "1"  # kernels run in Triton's interpreter
         for path in self.writable:
             env["TORCHINDUCTOR_CACHE_DIR"] = path
+        if self.role == "reference":
+            # the baseline's compile, in one job: a pool of compile workers (one per core, each importing torch)
+            # costs more than it saves on the few kernels of a task, most of them already in Inductor's cache
+            env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         return env
 
     def _find_zygote(self) -> int | None:

@@ -41,6 +41,9 @@ from verifier.wire.messages import (
 )
 
 GPU_WARM_IMPORTS = ("torch.profiler", "torch._dynamo", "torch._higher_order_ops.triton_kernel_wrap")
+# The task's side also compiles it for the torch.compile baseline: Inductor's compiler is 7-10 s of imports on the
+# GPU machine (H200, 2026-11-28), which each baseline job paid while the conversion's first timing waited for it.
+REFERENCE_WARM_IMPORTS = ("torch._inductor.compile_fx", "torch._inductor.graph")
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 FULL_SCRATCH = 0.5  # a scratch of its own this full after a wipe: the kept caches go too
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     from verifier.sandbox import harness
 
     if args.device.startswith("cuda"):
-        _warm_gpu_imports()
+        _warm_gpu_imports(GPU_WARM_IMPORTS + (REFERENCE_WARM_IMPORTS if args.role == "reference" else ()))
     if args.role == "candidate":
         harness.warm_up_candidate_side()
 
@@ -105,12 +108,13 @@ def _safe_to_import_from(path: str, here: str, scratch: str) -> bool:
     return os.path.isdir(path) and not os.access(path, os.W_OK)
 
 
-def _warm_gpu_imports() -> None:
+def _warm_gpu_imports(names: tuple[str, ...]) -> None:
     """Import here, once, what every GPU job would otherwise import itself: the profiler that measures coverage,
-    and TorchDynamo, which Triton launches under torch and the torch.compile baseline pull in. Jobs run with
-    PYTHONDONTWRITEBYTECODE, so each would compile those ~900 modules from source again (about 5 s a job on
-    the H100 box). None of these imports starts a thread or touches the GPU, so forking stays safe."""
-    for name in GPU_WARM_IMPORTS:
+    and TorchDynamo, which Triton launches under torch and the torch.compile baseline pull in (and, on the task's
+    side, Inductor's compiler). Jobs run with PYTHONDONTWRITEBYTECODE, so each would compile those ~900 modules
+    from source again (about 5 s a job on the H100 box). None of these imports starts a thread or touches the
+    GPU, so forking stays safe (Inductor's pool of compile workers starts at a compile, never at an import)."""
+    for name in names:
         importlib.import_module(name)
 
 
