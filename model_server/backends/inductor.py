@@ -27,7 +27,7 @@ from model_server.inductor.rewrite import (
 )
 from verifier import Spare, cache_dir, default_memory_limit, inductor_cache_dir, run_isolated
 
-CAPTURE_FORMAT = 11  # bump when what `capture` records changes, so cached captures are made again
+CAPTURE_FORMAT = 12  # bump when what `capture` records changes, so cached captures are made again
 # Inductor compiles in a pool of 16 worker processes by default, started while it imports: for the few kernels
 # of a compile without autotuning, starting that pool costs more than it saves (H100 box, 2026-11-23: 30 s ->
 # 19 s per default-mode capture). Autotuning a dozen template configurations needs it (43 s -> 68 s without).

@@ -15,12 +15,15 @@ in a sandbox and holds the GPU lock for it (`model_server/backends/inductor.py`)
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import inspect
 import json
+import math
 import os
 import re
 import sys
+import textwrap
 import time
 from pathlib import Path
 from unittest import mock
@@ -139,7 +142,8 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
     with _out_of_memory_named(torch):
         seed_everything(0)
         with torch.device(device):  # made where they are used: a 6 GiB input costs seconds to draw on the CPU
-            model = module.Model(*module.get_init_inputs()).to(device)
+            init_values = list(module.get_init_inputs())
+            model = module.Model(*init_values).to(device)
         inputs = trial_inputs(module, 0, torch.device(device))
         with torch.no_grad():
             structure, leaves = flatten(model(*inputs))
@@ -181,6 +185,8 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
     }
     return {
         "scalars": scalars,
+        "init_arguments": _constructor_arguments(module.Model, init_values),
+        "attributes": _attributes_read(model),
         "wrapper": wrapper,
         "configs": _chosen_configs(wrapper) if device == "cuda" else _heuristic_configs(wrapper),
         "graph_inputs": graph_inputs,
@@ -198,6 +204,65 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
         # the wall clock at the capture's start and end: the backend measures its process's start and exit by them
         "clock": {"began": began, "ended": time.time()},
     }
+
+
+def _constructor_arguments(model_class: type, values: list) -> dict[str, str | None]:
+    """Each of `Model.__init__`'s parameters (defaults applied) as the Python literal of the example's value, or
+    None where the value has no literal (a tensor, an object): the kernels may have any of them baked in."""
+    try:
+        bound = inspect.signature(model_class.__init__).bind(None, *values)
+    except (TypeError, ValueError):
+        return {}
+    bound.apply_defaults()
+    return {name: _literal(value) for name, value in list(bound.arguments.items())[1:]}
+
+
+def _attributes_read(model) -> dict[str, str]:
+    """The model's own plain attributes (not parameters, buffers or submodules) that its `forward` reads, as
+    literals: Inductor bakes their values into the kernels, so changing one later would go unnoticed."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(type(model).forward)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    read = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+    }
+    found = {}
+    for name in sorted(read & set(vars(model)) - {"training"}):
+        literal = _literal(vars(model)[name])
+        if literal is not None:
+            found[name] = literal
+    return found
+
+
+def _literal(value: object, depth: int = 0) -> str | None:
+    """Python source that evaluates to `value` (with `torch` imported), for the plain values a constructor takes:
+    numbers, strings, flags, None, dtypes, and tuples, lists and dicts of them; else None."""
+    import torch
+
+    if depth > 4:
+        return None
+    if value is None or isinstance(value, bool | int | str):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
+    if isinstance(value, torch.dtype):
+        return str(value)
+    if isinstance(value, tuple | list):
+        items = [_literal(item, depth + 1) for item in value]
+        if None in items or len(items) > 64:
+            return None
+        if isinstance(value, list):
+            return f"[{', '.join(items)}]"  # type: ignore[arg-type]
+        return f"({', '.join(items)}{',' if len(items) == 1 else ''})"  # type: ignore[arg-type]
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        pairs = [(repr(key), _literal(item, depth + 1)) for key, item in value.items()]
+        if any(item is None for _, item in pairs):
+            return None
+        return "{" + ", ".join(f"{key}: {item}" for key, item in pairs) + "}"
+    return None
 
 
 def _convolutions_autotuned(inductor_config) -> None:

@@ -104,16 +104,21 @@ def rewrite(captured: dict, task_source: str, task_name: str = "task", variant: 
     if model is None:
         raise RewriteError("the task defines no `class Model`")
     guards = _input_guards(wrapper, captured)
+    attributes = captured.get("attributes", {})
+    attribute_guards = _value_guards({f"self.{name}": literal for name, literal in attributes.items()})
+    init_guards = _value_guards(captured.get("init_arguments", {}))
     parts = [
         _module_constants(task),
         *([UNEXPECTED_INPUT] if guards else []),
+        *([UNEXPECTED_VALUES] if attribute_guards or init_guards else []),
         *helpers,
         *kernel_sources,
-        _model_class(model, guards + forward_body, variant.hybrid),
+        _model_class(model, guards + attribute_guards + forward_body, variant.hybrid, init_guards),
     ]
     body = "\n\n\n".join(part.rstrip() for part in parts if part.strip())
     imports = _imports(task, converter.uses_libdevice, _names_used(body))
-    return "\n\n\n".join([_header(task_name, captured, variant), imports, body]) + "\n"
+    header = _header(task_name, captured, variant, bool(attribute_guards or init_guards))
+    return "\n\n\n".join([header, imports, body]) + "\n"
 
 
 # ---------------------------------------------------------------- what a capture holds
@@ -819,6 +824,33 @@ UNEXPECTED_INPUT = '''def unexpected_input(name, tensor, shape, stride, dtype):
     )'''
 
 
+UNEXPECTED_VALUES = '''def unexpected_values(names, expected, got):
+    """The kernels have these values baked in: other values are refused, never silently ignored."""
+    shown = ", ".join(f"{name}={value!r}" for name, value in zip(names, expected))
+    found = ", ".join(f"{name}={value!r}" for name, value, wanted in zip(names, got, expected) if value != wanted)
+    return ValueError(
+        f"ModelNew's kernels were generated for {shown} (baked in), but got {found}; convert the task again for "
+        "these values"
+    )'''
+
+
+def _value_guards(literals: dict[str, str | None]) -> list[str]:
+    """Lines that refuse values other than the example's (`name: literal`); a value with no literal is left out."""
+    known = {name: literal for name, literal in literals.items() if literal is not None}
+    if not known:
+        return []
+    names = list(known)
+    got, expected = _tuple_source(names), _tuple_source(list(known.values()))
+    return [
+        f"if {got} != {expected}:",
+        f"    raise unexpected_values({_tuple_source([repr(n) for n in names])}, {expected}, {got})",
+    ]
+
+
+def _tuple_source(items: list[str]) -> str:
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
 def _input_guards(wrapper: ast.Module, captured: dict) -> list[str]:
     """`forward`'s first lines: refuse tensors other than the example's, and scalars Inductor baked in."""
     examples = _example_arguments(wrapper)
@@ -872,14 +904,20 @@ def _tuple_text(node: ast.expr) -> str:
 # ---------------------------------------------------------------- the module around them
 
 
-def _header(task_name: str, captured: dict, variant: Variant) -> str:
+def _header(task_name: str, captured: dict, variant: Variant, guarded: bool) -> str:
     where = "the Triton interpreter (CPU)" if captured["device"] == "cpu" else "a CUDA GPU"
     what = variant.label + (" (hybrid: a library call does part of the work)" if variant.hybrid else "")
     return (
         f'"""Triton kernels for `{task_name}`: {what}.\n\n'
         f"Derived from TorchInductor's code for {where} by `tritonize convert --backend inductor` (torch\n"
         f"{captured['torch']}) and rewritten to stand alone. The kernels are specialised to the task's example\n"
-        'inputs: `forward` refuses inputs of any other shape, stride or dtype."""'
+        "inputs: `forward` refuses inputs of any other shape, stride or dtype."
+        + (
+            "\nLikewise the constructor's arguments and attributes baked into its kernels: other values are refused."
+            if guarded
+            else ""
+        )
+        + '"""'
     )
 
 
@@ -912,7 +950,7 @@ def _module_constants(task: ast.Module) -> str:
     )
 
 
-def _model_class(model: ast.ClassDef, forward_body: list[str], hybrid: bool) -> str:
+def _model_class(model: ast.ClassDef, forward_body: list[str], hybrid: bool, init_guards: list[str]) -> str:
     methods = {n.name: n for n in model.body if isinstance(n, ast.FunctionDef)}
     forward = methods.get("forward")
     if forward is None:
@@ -925,6 +963,8 @@ def _model_class(model: ast.ClassDef, forward_body: list[str], hybrid: bool) -> 
     init = methods.get("__init__")
     if init is not None:
         init = _SuperCall().visit(ast.parse(ast.unparse(init)).body[0])
+        documented = ast.get_docstring(init) is not None
+        init.body[documented:documented] = ast.parse("\n".join(init_guards)).body
         lines.append("")
         lines.extend("    " + line for line in ast.unparse(init).splitlines())
     lines.append("")

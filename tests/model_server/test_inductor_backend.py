@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -226,6 +227,97 @@ def test_forward_refuses_shapes_and_scalars_other_than_the_examples(pool, tmp_pa
     other_scalar.write_text(task.read_text().replace("2.5]", "3.0]"))
     report = pool.verify(*pair(other_scalar, candidate), trials=1)
     assert report.verdict == "runtime_error" and "generated for s == 2.5, got 3.0" in report.message
+
+
+CONSTRUCTED = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, scale, bounds=(-1.0, 1.0), relu=True, dtype=torch.float32):
+        super().__init__()
+        self.scale = scale
+        self.low, self.high = bounds
+        self.relu = relu
+        self.dtype = dtype
+
+    def forward(self, x):
+        y = torch.clamp(x * self.scale, self.low, self.high).to(self.dtype)
+        return torch.relu(y) if self.relu else y
+
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+
+def get_init_inputs():
+    return [2.5]
+"""
+CHANGED_ATTRIBUTE = """
+import json, sys, torch
+sys.path.insert(0, sys.argv[1])
+from constructed_triton import ModelNew
+model = ModelNew(2.5)
+model.scale = 3.0
+try:
+    model(torch.randn(8, 16))
+    print(json.dumps("no error"))
+except ValueError as exc:
+    print(json.dumps(str(exc)))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("init_inputs", "refused"),
+    [
+        ("[2.5]", None),
+        ("[2.5, (-1.0, 1.0), True, torch.float32]", None),  # the defaults, given: the same values
+        ("[3.0]", "scale=3.0"),  # a scalar
+        ("[2.5, (-2.0, 2.0)]", "bounds=(-2.0, 2.0)"),  # a tuple
+        ("[2.5, (-1.0, 1.0), False]", "relu=False"),  # a flag
+        ("[2.5, (-1.0, 1.0), True, torch.float64]", "dtype=torch.float64"),  # a dtype
+    ],
+)
+def test_values_the_kernels_bake_in_from_the_constructor_are_refused_when_they_differ(
+    init_inputs, refused, pool, tmp_path
+):
+    """The task's constructor arguments become constants in Inductor's kernels: ModelNew built with other ones
+    refuses them by name instead of computing the example's result; built with the same ones, it verifies."""
+    task = tmp_path / "constructed.py"
+    task.write_text(CONSTRUCTED)
+    request = GenerationRequest(Task.from_file(task), 1, "cpu")
+    [generated] = collect(InductorBackend(cache=tmp_path / "cache"), request)[0]
+    candidate = tmp_path / "constructed_triton.py"
+    candidate.write_text(generated.source)
+    other = tmp_path / "other.py"
+    other.write_text(CONSTRUCTED.replace("return [2.5]", f"return {init_inputs}"))
+    report = pool.verify(*pair(other, candidate), trials=1)
+    if refused is None:
+        assert report.passed, report.summary()
+        return
+    assert report.verdict == "runtime_error", report.summary()
+    assert "ModelNew's kernels were generated for scale=2.5, bounds=(-1.0, 1.0), relu=True" in report.message
+    assert f"(baked in), but got {refused}; convert the task again" in report.message
+
+
+@pytest.mark.slow
+def test_a_module_attribute_the_kernels_bake_in_is_refused_once_changed(tmp_path):
+    task = tmp_path / "constructed.py"
+    task.write_text(CONSTRUCTED)
+    [generated] = collect(InductorBackend(cache=tmp_path / "cache"), GenerationRequest(Task.from_file(task), 1, "cpu"))[
+        0
+    ]
+    (tmp_path / "constructed_triton.py").write_text(generated.source)
+    done = subprocess.run(
+        [sys.executable, "-c", CHANGED_ATTRIBUTE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TRITON_INTERPRET": "1"},
+    )
+    message = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else done.stderr
+    assert "generated for self.dtype=torch.float32, self.high=1.0" in message and "but got self.scale=3.0" in message
 
 
 @pytest.mark.slow
