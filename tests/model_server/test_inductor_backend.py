@@ -240,8 +240,10 @@ class Model(nn.Module):
         self.low, self.high = bounds
         self.relu = relu
         self.dtype = dtype
+        self.calls = 0  # changed by forward itself: not a value the kernels bake in
 
     def forward(self, x):
+        self.calls += 1
         y = torch.clamp(x * self.scale, self.low, self.high).to(self.dtype)
         return torch.relu(y) if self.relu else y
 
