@@ -189,6 +189,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
         "init_arguments": _constructor_arguments(module.Model, init_values),
         # those `forward` itself changes are left out: the kernels do not repeat a Python side effect
         "attributes": {k: v for k, v in _attributes_read(model).items() if constructed.get(k) == v},
+        "training_only": _mode_dependent(model),
         "wrapper": wrapper,
         "configs": _chosen_configs(wrapper) if device == "cuda" else _heuristic_configs(wrapper),
         "graph_inputs": graph_inputs,
@@ -219,12 +220,36 @@ def _constructor_arguments(model_class: type, values: list) -> dict[str, str | N
     return {name: _literal(value) for name, value in list(bound.arguments.items())[1:]}
 
 
+def _mode_dependent(model) -> bool:
+    """Whether the model computes differently in eval mode (dropout, batch or instance statistics, or its own
+    `forward` reading `self.training`): the capture is of training mode, so its kernels compute only that."""
+    from torch import nn
+
+    for module in model.modules():
+        if isinstance(module, nn.modules.dropout._DropoutNd):
+            return True
+        if isinstance(module, nn.modules.batchnorm._NormBase) and (
+            module.track_running_stats or isinstance(module, nn.modules.batchnorm._BatchNorm)
+        ):
+            return True
+        if "self.training" in _forward_source(module):
+            return True
+    return False
+
+
+def _forward_source(module) -> str:
+    try:
+        return inspect.getsource(type(module).forward)
+    except (OSError, TypeError):
+        return ""
+
+
 def _attributes_read(model) -> dict[str, str]:
     """The model's own plain attributes (not parameters, buffers or submodules) that its `forward` reads, as
     literals: Inductor bakes their values into the kernels, so changing one later would go unnoticed."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(type(model).forward)))
-    except (OSError, TypeError, SyntaxError):
+        tree = ast.parse(textwrap.dedent(_forward_source(model)))
+    except SyntaxError:
         return {}
     read = {
         node.attr

@@ -106,6 +106,8 @@ def rewrite(captured: dict, task_source: str, task_name: str = "task", variant: 
     guards = _input_guards(wrapper, captured)
     attributes = captured.get("attributes", {})
     attribute_guards = _value_guards({f"self.{name}": literal for name, literal in attributes.items()})
+    if captured.get("training_only"):
+        attribute_guards = [*TRAINING_GUARD, *attribute_guards]
     init_guards = _value_guards(captured.get("init_arguments", {}))
     parts = [
         _module_constants(task),
@@ -832,6 +834,13 @@ UNEXPECTED_VALUES = '''def unexpected_values(names, expected, got):
         f"ModelNew's kernels were generated for {shown} (baked in), but got {found}; convert the task again for "
         "these values"
     )'''
+
+
+TRAINING_GUARD = [
+    "if not self.training:",
+    '    raise ValueError("ModelNew computes the task in training mode, as it was verified (batch statistics, '
+    "dropout); it has no eval mode: keep the task's Model for eval\")",
+]
 
 
 def _value_guards(literals: dict[str, str | None]) -> list[str]:

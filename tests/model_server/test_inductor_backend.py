@@ -200,6 +200,9 @@ def test_a_library_matmul_with_a_train_mode_batchnorm_becomes_a_correct_template
     assert 0.0 < verdicts["hybrid"].coverage < 1.0
     assert verdicts["template"].verdict == "correct" and verdicts["template"].reward == 1.0
     assert verdicts["template"].coverage == 1.0
+    # batch statistics are what the kernels compute: in eval mode the module refuses to run, never computes them
+    outcome = _run_interpreted(tmp_path, EVAL_MODE.replace("MODULE", "template").replace("ARGS", "32, 48"), "(64, 32)")
+    assert "ModelNew computes the task in training mode" in outcome, outcome
 
 
 @pytest.mark.slow
@@ -255,18 +258,35 @@ def get_inputs():
 def get_init_inputs():
     return [2.5]
 """
-CHANGED_ATTRIBUTE = """
+EVAL_MODE = """
 import json, sys, torch
 sys.path.insert(0, sys.argv[1])
-from constructed_triton import ModelNew
-model = ModelNew(2.5)
-model.scale = 3.0
+from MODULE import ModelNew
+model = ModelNew(ARGS)
+x = torch.randn(*json.loads(sys.argv[2]))
+model(x)
 try:
-    model(torch.randn(8, 16))
+    model.eval()(x)
     print(json.dumps("no error"))
 except ValueError as exc:
     print(json.dumps(str(exc)))
 """
+CHANGED_ATTRIBUTE = EVAL_MODE.replace(
+    "    model.eval()(x)", "    model.eval()(x)\n    model.scale = 3.0\n    model(x)"
+).replace("MODULE", "constructed_triton")
+
+
+def _run_interpreted(folder, script: str, shape: str) -> str:
+    """What `script` prints (its last line, JSON) when it runs a candidate module of `folder` in Triton's
+    interpreter, in a process of its own; its stderr where it printed nothing."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(folder), shape.replace("(", "[").replace(")", "]")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TRITON_INTERPRET": "1"},
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else done.stderr
 
 
 @pytest.mark.slow
@@ -304,21 +324,15 @@ def test_values_the_kernels_bake_in_from_the_constructor_are_refused_when_they_d
 
 
 @pytest.mark.slow
-def test_a_module_attribute_the_kernels_bake_in_is_refused_once_changed(tmp_path):
+def test_a_module_attribute_the_kernels_bake_in_is_refused_once_changed_and_eval_mode_runs(tmp_path):
     task = tmp_path / "constructed.py"
     task.write_text(CONSTRUCTED)
     [generated] = collect(InductorBackend(cache=tmp_path / "cache"), GenerationRequest(Task.from_file(task), 1, "cpu"))[
         0
     ]
     (tmp_path / "constructed_triton.py").write_text(generated.source)
-    done = subprocess.run(
-        [sys.executable, "-c", CHANGED_ATTRIBUTE, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "TRITON_INTERPRET": "1"},
-    )
-    message = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else done.stderr
+    # eval mode computes the same here (no dropout, no batch statistics): it runs; then the changed attribute
+    message = _run_interpreted(tmp_path, CHANGED_ATTRIBUTE.replace("ARGS", "2.5"), "(8, 16)")
     assert "generated for self.dtype=torch.float32, self.high=1.0" in message and "but got self.scale=3.0" in message
 
 
