@@ -377,7 +377,7 @@ def _capture_env(mode: str, pooled: bool) -> tuple[Path, dict[str, str]]:
     return cache, env
 
 
-def _outside(result: dict, waited: float, launched: float, finished: float) -> dict:
+def _outside(result: dict, waited: float, launched: float, finished: float) -> dict | None:
     """The capture's own split of its time with what happened outside it: the wait for the GPU, the start of its
     process (for a spare, the handover) and its exit, measured by the wall clock it reported."""
     seconds = result.get("seconds")

@@ -228,10 +228,8 @@ def _mode_dependent(model) -> bool:
     for module in model.modules():
         if isinstance(module, nn.modules.dropout._DropoutNd):
             return True
-        if isinstance(module, nn.modules.batchnorm._NormBase) and (
-            module.track_running_stats or isinstance(module, nn.modules.batchnorm._BatchNorm)
-        ):
-            return True
+        if isinstance(module, nn.modules.batchnorm._NormBase) and module.track_running_stats:
+            return True  # eval mode normalises by the running statistics
         if "self.training" in _forward_source(module):
             return True
     return False

@@ -844,8 +844,9 @@ TRAINING_GUARD = [
 
 
 def _value_guards(literals: dict[str, str | None]) -> list[str]:
-    """Lines that refuse values other than the example's (`name: literal`); a value with no literal is left out."""
-    known = {name: literal for name, literal in literals.items() if literal is not None}
+    """Lines that refuse values other than the example's (`name: literal`); a value with no literal is left out,
+    and so is anything that is not a plain name and literal (a capture's record is data, never code to paste)."""
+    known = {name: literal for name, literal in literals.items() if _plain(name, literal)}
     if not known:
         return []
     names = list(known)
@@ -854,6 +855,28 @@ def _value_guards(literals: dict[str, str | None]) -> list[str]:
         f"if {got} != {expected}:",
         f"    raise unexpected_values({_tuple_source([repr(n) for n in names])}, {expected}, {got})",
     ]
+
+
+def _plain(name: str, literal: str | None) -> bool:
+    """Whether `name` is a parameter or `self.attribute` and `literal` only constants, containers of them, a
+    negation, `torch.<name>` (a dtype) or `float('inf'/'nan')`: what `capture._literal` writes."""
+    if not isinstance(name, str) or not name.removeprefix("self.").isidentifier() or not isinstance(literal, str):
+        return False
+    try:
+        tree = ast.parse(literal, mode="eval")
+    except SyntaxError:
+        return False
+    allowed = (ast.Expression, ast.Constant, ast.Tuple, ast.List, ast.Dict, ast.UnaryOp, ast.USub, ast.Load)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            if not _is_name(node.value, "torch"):
+                return False
+        elif isinstance(node, ast.Call):
+            if not (_is_name(node.func, "float") and len(node.args) == 1 and not node.keywords):
+                return False
+        elif not isinstance(node, allowed) and not _is_name(node, "torch") and not _is_name(node, "float"):
+            return False
+    return True
 
 
 def _tuple_source(items: list[str]) -> str:

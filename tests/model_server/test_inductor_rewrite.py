@@ -279,3 +279,24 @@ def test_the_tuned_kernels_are_a_candidate_only_where_the_tuning_changed_a_confi
     failed = {"error": "Inductor's tuned compile failed: late"}
     for other in (unchanged, failed):
         assert [p.variant.label for p in _plan({"default": default, "tuned": other})] == ["Inductor's default kernels"]
+
+
+def test_a_capture_s_recorded_values_become_guards_and_never_code():
+    """The constructor's arguments and read attributes a capture records are pasted into ModelNew as guards, but
+    only as plain names and literals: a record that holds code (the capture ran the task's code) is left out."""
+    captured, source, name = load(FIXTURES / "published_conv2d_relu_bias_add.cuda-templates.json")
+    captured["init_arguments"] = {
+        "in_channels": "3",
+        "out_channels": "__import__('os').system('touch /tmp/pwned')",
+        "kernel_size": "(3,)",
+        "bias_shape": None,  # no literal: not checked
+    }
+    captured["attributes"] = {"scale": "torch.float32", "x) or (1": "1", "shift": "float('inf')"}
+    module = rewrite(captured, source, name)
+    tree = ast.parse(module)
+    assert "__import__" not in module and "x) or (1" not in module
+    init = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    assert ast.unparse(init.body[0].test) == "(in_channels, kernel_size) != (3, (3,))"
+    forward = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "forward")
+    guards = [ast.unparse(s.test) for s in forward.body if isinstance(s, ast.If)]
+    assert "(self.scale, self.shift) != (torch.float32, float('inf'))" in guards, guards
