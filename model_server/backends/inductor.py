@@ -317,7 +317,7 @@ class InductorBackend:
         if not isinstance(result, dict):
             tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
             raise BackendError(f"Inductor's capture failed (exit {done.returncode}): {tail[0]}")
-        result["seconds"] = _outside(result, done.waited_s, launched, time.time())
+        _add_outside(result, done.waited_s, launched, time.time())
         return {**result, "spare": True} if spare is not None else result
 
     def _take_spare(self, key: tuple[str, str, bool]) -> Spare | None:
@@ -377,18 +377,19 @@ def _capture_env(mode: str, pooled: bool) -> tuple[Path, dict[str, str]]:
     return cache, env
 
 
-def _outside(result: dict, waited: float, launched: float, finished: float) -> dict | None:
-    """The capture's own split of its time with what happened outside it: the wait for the GPU, the start of its
-    process (for a spare, the handover) and its exit, measured by the wall clock it reported."""
+def _add_outside(result: dict, waited: float, launched: float, finished: float) -> None:
+    """Complete the capture's own split of its time (`seconds`) with what happened outside it: the wait for the
+    GPU, the start of its process (for a spare, the handover) and its exit, measured by the wall clock it reported
+    (`clock`, which is dropped)."""
     seconds = result.get("seconds")
     clock = result.pop("clock", None)
     if not isinstance(seconds, dict) or not isinstance(clock, dict):
-        return seconds
+        return
     began, ended = clock.get("began"), clock.get("ended")
     if not isinstance(began, int | float) or not isinstance(ended, int | float):
-        return seconds
+        return
     start = max(0.0, began - launched - waited)
-    return {
+    result["seconds"] = {
         "waited": round(waited, 2),
         "start": round(start, 2),
         **seconds,

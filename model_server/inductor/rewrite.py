@@ -929,8 +929,7 @@ def _example_arguments(wrapper: ast.Module) -> dict[str, tuple[str, str, str]]:
 
 
 def _tuple_text(node: ast.expr) -> str:
-    items = [ast.unparse(e) for e in getattr(node, "elts", [])]
-    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+    return _tuple_source([ast.unparse(e) for e in getattr(node, "elts", [])])
 
 
 # ---------------------------------------------------------------- the module around them

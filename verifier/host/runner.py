@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from verifier.host import gpu_lock, isolation
@@ -40,9 +40,7 @@ def run_isolated(
         folder.mkdir()
         _write(folder, files or {})
         launch = _prepare(program, Path(base), device, writable, packages, env)
-        asked = time.monotonic()
-        with _gpu(device, gpu_alone):
-            waited = time.monotonic() - asked
+        with _gpu(device, gpu_alone) as waited:
             done = isolation.run_limited(launch, Limits(seconds, default_memory_limit()), stop)
         return dataclasses.replace(done, waited_s=waited)
 
@@ -94,9 +92,7 @@ class Spare:
         """Hand over the files and wait for the program's end, as `run_isolated` would."""
         try:
             _write(self._folder, files)
-            asked = time.monotonic()
-            with _gpu(self.device, gpu_alone):
-                waited = time.monotonic() - asked
+            with _gpu(self.device, gpu_alone) as waited:
                 with contextlib.suppress(OSError):  # it died while it prepared: its exit says why
                     self._process.stdin.write((json.dumps(list(files)) + "\n").encode())
                     self._process.stdin.close()
@@ -144,7 +140,10 @@ def _prepare(
     )
 
 
-def _gpu(device: str, alone: bool) -> contextlib.AbstractContextManager[None]:
-    if device != "cuda":
-        return contextlib.nullcontext()
-    return gpu_lock.measuring() if alone else gpu_lock.sharing()
+@contextlib.contextmanager
+def _gpu(device: str, alone: bool) -> Iterator[float]:
+    """The GPU lock a sandboxed program holds (none on a CPU); yields the seconds it waited for it."""
+    asked = time.monotonic()
+    lock = contextlib.nullcontext() if device != "cuda" else gpu_lock.measuring() if alone else gpu_lock.sharing()
+    with lock:
+        yield time.monotonic() - asked
