@@ -41,9 +41,6 @@ from verifier.wire.messages import (
 )
 
 GPU_WARM_IMPORTS = ("torch.profiler", "torch._dynamo", "torch._higher_order_ops.triton_kernel_wrap")
-# The task's side also compiles it for the torch.compile baseline: Inductor's compiler is 7-10 s of imports on the
-# GPU machine (H200, 2026-11-28), which each baseline job paid while the conversion's first timing waited for it.
-REFERENCE_WARM_IMPORTS = ("torch._inductor.compile_fx", "torch._inductor.graph")
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 FULL_SCRATCH = 0.5  # a scratch of its own this full after a wipe: the kept caches go too
@@ -67,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     from verifier.sandbox import harness
 
     if args.device.startswith("cuda"):
-        _warm_gpu_imports(GPU_WARM_IMPORTS + (REFERENCE_WARM_IMPORTS if args.role == "reference" else ()))
+        _warm_gpu_imports(GPU_WARM_IMPORTS)
     if args.role == "candidate":
         harness.warm_up_candidate_side()
 
