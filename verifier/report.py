@@ -24,6 +24,7 @@ class Report:
     violations: list[dict] = field(default_factory=list)
     max_abs_error: float | None = None
     max_rel_error: float | None = None
+    allclose_tolerance: float | None = None  # smallest t with torch.allclose(rtol=t, atol=t) on the unscaled trials
     trials: int = 0
     device: str = "cpu"
     isolation: dict = field(default_factory=dict)

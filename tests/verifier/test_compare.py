@@ -228,3 +228,29 @@ def test_the_second_opinion_stands_aside_where_the_exact_answer_cannot_judge():
     check, missed = _near_miss(ref, cand)
     for exact in (torch.zeros(3, dtype=torch.float64), torch.tensor([1.0, float("inf"), 3.0, 4.0]).double(), None):
         assert against_exact(missed, check, cand, exact) is missed
+
+
+def test_the_allclose_tolerance_is_where_torch_allclose_starts_to_pass():
+    """The benchmarks judge with torch.allclose(rtol=t, atol=t); the comparison reports the smallest such t."""
+    generator = torch.Generator().manual_seed(7)
+    ref = torch.randn(1000, generator=generator) * 5
+    cand = ref + torch.randn(1000, generator=generator) * 0.01
+    t = compare_outputs([ref], [cand], "trial 1").allclose_tolerance
+    assert 0 < t < 1
+    assert torch.allclose(cand, ref, rtol=t * 1.0001, atol=t * 1.0001)
+    assert not torch.allclose(cand, ref, rtol=t * 0.999, atol=t * 0.999)
+    with_nan = ref.clone()
+    with_nan[3] = float("nan")
+    general = compare_outputs([with_nan], [torch.where(with_nan.isnan(), with_nan, cand)], "trial 1")
+    assert general.allclose_tolerance == t  # the chunk path that handles non-finite values agrees
+
+
+def test_no_allclose_tolerance_admits_a_misplaced_nan_another_shape_or_a_missing_output():
+    ref = torch.ones(4)
+    misplaced = torch.tensor([1.0, float("nan"), 1.0, 1.0])
+    assert compare_outputs([ref], [misplaced], "t").allclose_tolerance == float("inf")
+    assert compare_outputs([ref], [torch.ones(5)], "t").allclose_tolerance == float("inf")
+    assert compare_outputs([ref, ref], [ref], "t").allclose_tolerance == float("inf")
+    assert compare_outputs([3], [3], "t").allclose_tolerance == 0.0
+    assert compare_outputs([3], [4], "t").allclose_tolerance == float("inf")
+    assert compare_outputs([torch.arange(4)], [torch.arange(4) + 1], "t").allclose_tolerance == 1.0

@@ -152,3 +152,21 @@ def test_a_tensor_the_task_draws_at_import_is_the_same_on_both_sides(tmp_path):
     with VerifierPool(size=1, device="cpu") as pool:
         report = pool.verify(*pair(task, FIXTURES / "candidates/relu_ok.py"), trials=2)
     assert report.verdict == "correct", report.message
+
+
+def test_the_allclose_tolerance_comes_from_the_trials_on_the_task_s_own_inputs(tmp_path):
+    """A ReLU off by 0.004 everywhere needs that tolerance; a ReLU capped at 10 never meets `randn` inputs that
+    reach the cap, so the benchmarks' allclose passes it (0), while the verifier's scaled trials (x4) catch it."""
+    relu = (FIXTURES / "candidates/relu_ok.py").read_text()
+    offset, capped = tmp_path / "offset.py", tmp_path / "capped.py"
+    offset.write_text(relu.replace("tl.maximum(x, 0.0)", "tl.maximum(x, 0.0) + 0.004"))
+    capped.write_text(relu.replace("tl.maximum(x, 0.0)", "tl.minimum(tl.maximum(x, 0.0), 10.0)"))
+    with VerifierPool(size=1, device="cpu") as pool:
+        off = pool.verify(*pair(FIXTURES / "tasks/relu.py", offset), trials=5)
+        cap = pool.verify(*pair(FIXTURES / "tasks/relu.py", capped), trials=5)
+        right = pool.verify(*pair(FIXTURES / "tasks/relu.py", FIXTURES / "candidates/relu_ok.py"), trials=2)
+    assert off.verdict == "incorrect" and abs(off.allclose_tolerance - 0.004) < 1e-6, (off.message, off)
+    assert cap.verdict == "incorrect" and "trial" in cap.message, cap.message
+    assert cap.allclose_tolerance == 0.0
+    assert right.verdict == "correct" and right.allclose_tolerance == 0.0
+    assert right.to_dict()["allclose_tolerance"] == 0.0

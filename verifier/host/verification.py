@@ -218,6 +218,7 @@ class Verification:
             problems.append(reference["repeated"])
         report.max_abs_error = comparison["max_abs_error"]
         report.max_rel_error = comparison["max_rel_error"]
+        report.allclose_tolerance = _number(comparison.get("allclose_tolerance"))
         report.tolerance = comparison["tolerance"] or None
         rejecting = _rejecting(violations, self.opts.policy)
         if rejecting:
@@ -762,3 +763,8 @@ def _cut(text: str, limit: int = OUTPUT_LIMIT) -> str:
 def _text(value: object, limit: int = 1000) -> str:
     """A field of a result from a sandbox, as bounded text whatever its type."""
     return str(value)[:limit]
+
+
+def _number(value: object) -> float | None:
+    """A float from the task's side, or None where it sent something else."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

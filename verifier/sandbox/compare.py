@@ -44,6 +44,10 @@ class Comparison:
     problems: list[str] = field(default_factory=list)
     tolerance: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The smallest t for which torch.allclose(candidate, reference, rtol=t, atol=t) holds: the field's benchmarks
+    # judge correctness that way (KernelBench at 1e-2). Infinite where no tolerance would do (a NaN out of place,
+    # another shape); None where nothing was compared.
+    allclose_tolerance: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -52,6 +56,7 @@ class Comparison:
     def merge(self, other: Comparison) -> None:
         self.max_abs_error = _nanmax(self.max_abs_error, other.max_abs_error)
         self.max_rel_error = _nanmax(self.max_rel_error, other.max_rel_error)
+        self.allclose_tolerance = _nanmax(self.allclose_tolerance, other.allclose_tolerance)
         self.problems.extend(p for p in other.problems if p not in self.problems)
         self.notes.extend(other.notes)
         self.tolerance = self.tolerance or other.tolerance
@@ -86,6 +91,7 @@ def compare_outputs(
     result = Comparison()
     if len(reference) != len(candidate):
         result.problems.append(f"{label}: {len(candidate)} outputs, expected {len(reference)}")
+        result.allclose_tolerance = math.inf
         return result
     for index, (ref, cand) in enumerate(zip(reference, candidate)):
         name = label if len(reference) == 1 else f"{label}, output {index}"
@@ -98,7 +104,8 @@ def _compare_leaf(ref: object, cand: object, name: str, atol: float | None, rtol
         return compare_value(ref, cand, name)
     if type(cand) is not torch.Tensor:
         return Comparison(
-            problems=[f"{name}: expected a torch.Tensor, got {type(cand).__name__ if cand else 'nothing'}"]
+            problems=[f"{name}: expected a torch.Tensor, got {type(cand).__name__ if cand else 'nothing'}"],
+            allclose_tolerance=math.inf,
         )
     check = LeafCheck(ref, name, atol, rtol)
     if check.admits(str(cand.dtype), list(cand.shape)):
@@ -160,7 +167,12 @@ def judge_exact(missed: Comparison, check: LeafCheck, errors: ExactErrors, noise
     rounding = noise.largest if noise is not None else 0.0
     bar = max(errors.ref_error, rounding)
     allowed = EXACT_ALLOWANCE * bar
-    result = Comparison(missed.max_abs_error, missed.max_rel_error, tolerance=dict(missed.tolerance))
+    result = Comparison(
+        missed.max_abs_error,
+        missed.max_rel_error,
+        tolerance=dict(missed.tolerance),
+        allclose_tolerance=missed.allclose_tolerance,
+    )
     result.tolerance["exact_allowance"] = EXACT_ALLOWANCE
     if noise is not None:
         result.tolerance["rounding_noise"] = rounding
@@ -196,7 +208,9 @@ def _times(ratio: float) -> str:
 
 def compare_value(ref: object, cand: object, name: str) -> Comparison:
     """A leaf that is not a tensor (a Python number, None): equal or not."""
-    return Comparison(problems=[] if ref == cand else [f"{name}: expected {ref!r}, got {cand!r}"])
+    if ref == cand:
+        return Comparison(allclose_tolerance=0.0)
+    return Comparison(problems=[f"{name}: expected {ref!r}, got {cand!r}"], allclose_tolerance=math.inf)
 
 
 class LeafCheck:
@@ -213,7 +227,7 @@ class LeafCheck:
         self.seen = 0
         self.wrong = {"NaN": 0, "+Inf": 0, "-Inf": 0}
         self.mismatches = self.outside = self.finite = 0
-        self.max_diff = self.scale = 0.0
+        self.max_diff = self.scale = self.allclose = 0.0
         self.ref_range: list[float] = []
         self.cand_range: list[float] = []
         self.near_miss = False  # after `finish`: right in every way but the size of the errors
@@ -224,6 +238,8 @@ class LeafCheck:
             self.result.problems.append(f"{self.name}: dtype {dtype}, expected {self.dtype}")
         if shape != self.shape:
             self.result.problems.append(f"{self.name}: shape {tuple(shape)}, expected {tuple(self.shape)}")
+        if self.result.problems:
+            self.result.allclose_tolerance = math.inf
         return not self.result.problems
 
     def add(self, start: int, cand: torch.Tensor) -> None:
@@ -237,7 +253,9 @@ class LeafCheck:
             count = int(differ.sum())
             if count:
                 self.mismatches += count
-                self.max_diff = max(self.max_diff, float((cand.double() - ref.double()).abs().max()))
+                diff = (cand.double() - ref.double()).abs()
+                self.max_diff = max(self.max_diff, float(diff.max()))
+                self.allclose = max(self.allclose, float((diff / (1 + ref.double().abs())).max()))
             return
         r, c = ref.double(), cand.double()
         if not self.ref.is_complex() and self._add_all_finite(r, c):
@@ -248,6 +266,8 @@ class LeafCheck:
             ("-Inf", r.isneginf(), c.isneginf()),
         ):
             self.wrong[what] += int((ref_mask != cand_mask).sum())
+        if any(self.wrong.values()):
+            self.allclose = math.inf
         finite = r.isfinite() & c.isfinite()
         if not bool(finite.any()):
             return
@@ -257,6 +277,7 @@ class LeafCheck:
         self.max_diff = max(self.max_diff, float(diff.max()))
         self.scale = max(self.scale, float(rf.abs().max()))
         self.outside += int((diff > self.atol + self.rtol * rf.abs()).sum())
+        self.allclose = max(self.allclose, float((diff / (1 + rf.abs())).max()))
         self.ref_range = _widen(self.ref_range, float(rf.min()), float(rf.max()))
         self.cand_range = _widen(self.cand_range, float(cf.min()), float(cf.max()))
 
@@ -278,6 +299,7 @@ class LeafCheck:
                 ref_high,
                 cand_low,
                 cand_high,
+                (diff / (1 + magnitude)).max(),
             ]
         ).tolist()
         if stats[0]:
@@ -288,6 +310,7 @@ class LeafCheck:
         self.outside += int(stats[3])
         self.ref_range = _widen(self.ref_range, stats[4], stats[5])
         self.cand_range = _widen(self.cand_range, stats[6], stats[7])
+        self.allclose = max(self.allclose, stats[8])
         return True
 
     def finish(self) -> Comparison:
@@ -296,7 +319,9 @@ class LeafCheck:
             return result
         if self.seen != self.ref.numel():
             result.problems.append(f"{name}: {self.seen} of {self.ref.numel()} values arrived")
+            result.allclose_tolerance = math.inf
             return result
+        result.allclose_tolerance = self.allclose
         if not self.floating:
             result.max_abs_error = self.max_diff
             result.max_rel_error = None if self.mismatches else 0.0

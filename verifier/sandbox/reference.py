@@ -101,6 +101,8 @@ def run_reference(job: Job) -> ReferenceResult:
             if missed:
                 check.merge(_second_opinion(missed, model, module, call, device))
             del missed
+            if scaled:
+                check.allclose_tolerance = None  # the benchmarks' harnesses judge their own inputs only
             comparison.merge(check)
             ref_fingerprint = _fingerprint_leaves(ref_leaves, channel.slot_bytes)
             previous = fingerprints[-1] if fingerprints else None
@@ -114,12 +116,14 @@ def run_reference(job: Job) -> ReferenceResult:
             del ref_leaves
     except (ChannelClosed, TimeoutError) as exc:
         comparison.problems.append(f"the candidate's outputs stopped arriving after {compared} calls ({exc})")
+        comparison.allclose_tolerance = math.inf
     return {
         "ok": True,
         "calls_compared": compared,
         "comparison": {
             "max_abs_error": comparison.max_abs_error,
             "max_rel_error": comparison.max_rel_error,
+            "allclose_tolerance": comparison.allclose_tolerance,
             "problems": comparison.problems,
             "tolerance": comparison.tolerance,
             "notes": comparison.notes,
@@ -240,6 +244,8 @@ def _receive_call(
         for leaf in missed:
             result.merge(leaf.comparison)
         missed = []
+        if result.allclose_tolerance is None:
+            result.allclose_tolerance = math.inf  # another structure, device or count: nothing to compare
     return result, _fold(parts), missed
 
 

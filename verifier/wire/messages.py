@@ -156,6 +156,7 @@ class ComparisonResult(TypedDict):
 
     max_abs_error: float | None
     max_rel_error: float | None
+    allclose_tolerance: float | None  # smallest rtol = atol for torch.allclose over the unscaled trials
     problems: list[str]
     tolerance: dict
     notes: list[str]  # leaves that passed on the float64 second opinion
