@@ -3,7 +3,8 @@
     python -m training.eval --suite DIR --backend NAME [--model M] [--samples K] --output-dir OUT [flags]
 
 `--suite` is a directory of KernelBench task modules (`*.py` defining `Model`, `get_inputs` and
-`get_init_inputs`), or an `rl.PROFILE.jsonl` file of `training.data` (its tasks of `--split`). Each task gets
+`get_init_inputs`), an `rl.PROFILE.jsonl` file of `training.data` (its tasks of `--split`), or a level of KernelBench
+as released, `kernelbench:CLONE/level1` (`training/suites.py`). Each task gets
 `--samples` candidates from a model server backend (`inductor`, `transformers`, `vllm`, `openai`, built by the
 model server's own factory, prompted through `model_server/prompts.py`), and each candidate is verified in the
 verifier's sandbox under the strict policy (timed against eager and torch.compile on a GPU unless `--no-timing`).
@@ -18,8 +19,13 @@ again):
   policy). A backend may return fewer than `--samples` candidates (the `inductor` backend only has so many
   distinct ones): n is what it returned, and a k above n is taken as n.
 - fast_p: per task, the share of its n samples that are correct AND have a measured speedup above p (against
-  eager, or against torch.compile); with one sample per task this is KernelBench's fast_p. A correct sample
-  without a measured speedup is not fast. Without timings (a CPU run, or `--no-timing`) fast_p is null.
+  eager, or against torch.compile). A correct sample without a measured speedup is not fast. Without timings (a
+  CPU run, or `--no-timing`) fast_p is null.
+- kernelbench: the same by KernelBench's own rule of correctness, torch.allclose at rtol = atol = 1e-2 on the
+  task's own inputs (the report's `allclose_tolerance`), with no other check: `correct` is the mean share of a
+  task's samples it passes (with one sample per task, KernelBench's correctness), and `fast_p` against eager is
+  KernelBench's fast_p. The verifier times only the samples it finds correct, so a sample that passes only the
+  looser rule counts as correct there but never as fast.
 
 Written to the output directory:
 
@@ -51,12 +57,12 @@ import yaml
 
 from model_server import prompts
 from model_server.backends.transformers_backend import DTYPE_HELP, DTYPES
-from training import config, jsonl, rewards
+from training import config, jsonl, rewards, suites
+from training.suites import SuiteTask
 from verifier import DEVICES, Task
 
 TASKS_FILE = "tasks.jsonl"
 RESULTS_FILE = "results.json"
-TASKS_DIR = "tasks"  # a JSONL suite's tasks, written out as modules
 # Arguments that change what a task's samples are: a re-run on the same directory must keep them.
 RESULT_ARGUMENTS = (
     "suite",
@@ -76,6 +82,7 @@ RESULT_ARGUMENTS = (
 MORE_K = (5, 10, 20, 50, 100)
 PLOT_POINTS = 200
 BASELINES = ("eager", "compile")
+KERNELBENCH_TOLERANCE = 1e-2  # KernelBench's harness: torch.allclose(rtol=1e-2, atol=1e-2)
 
 
 @dataclass
@@ -84,7 +91,10 @@ class EvalArgs:
 
     output_dir: str = field(default="", metadata={"help": "directory for the results, candidates and plot"})
     suite: str = field(
-        default="", metadata={"help": "a directory of KernelBench task modules, or an rl.PROFILE.jsonl file"}
+        default="",
+        metadata={
+            "help": "a directory of KernelBench task modules, an rl.PROFILE.jsonl file, or kernelbench:CLONE/levelN"
+        },
     )
     split: str = field(default="test", metadata={"help": "the records of this split, when --suite is a JSONL file"})
     backend: str = field(default="inductor", metadata={"help": "inductor, transformers, vllm or openai"})
@@ -129,9 +139,7 @@ class EvalArgs:
             raise ValueError("--output-dir is required")
         if not self.suite:
             raise ValueError("--suite is required")
-        suite = Path(self.suite)
-        if not suite.is_dir() and not (suite.is_file() and suite.suffix == ".jsonl"):
-            raise ValueError(f"--suite: not a directory or a .jsonl file: {self.suite}")
+        suites.parse(self.suite)
         if self.profile not in prompts.PROFILES:
             raise ValueError(f"--profile must be one of {', '.join(prompts.PROFILES)}, got {self.profile!r}")
         if self.device not in DEVICES:
@@ -170,23 +178,14 @@ class EvalArgs:
         return sorted({float(p) for p in self.fast_p})
 
 
-@dataclass(frozen=True)
-class SuiteTask:
-    """One task of the suite: its name, the file it was read from, its id (from its digest), and the task as
-    the verifier and the backends take it."""
-
-    name: str
-    path: Path
-    id: str
-    task: Task
-
-
 class EvalError(Exception):
     """The evaluation cannot start; the message says why."""
 
 
 def main(argv: list[str] | None = None) -> int:
-    return config.main(EvalArgs, evaluate, argv, __doc__, "python -m training.eval", refused=(EvalError,))
+    return config.main(
+        EvalArgs, evaluate, argv, __doc__, "python -m training.eval", refused=(EvalError, suites.SuiteError)
+    )
 
 
 def evaluate(args: EvalArgs) -> int:
@@ -195,7 +194,8 @@ def evaluate(args: EvalArgs) -> int:
     out = Path(args.output_dir)
     started = time.monotonic()
     try:
-        tasks = discover(Path(args.suite), args.split, out)
+        suite = suites.parse(args.suite)
+        tasks = suites.discover(suite, args.split, out, log=_log)
         check_resumable(args, out)
         config.save(args, out)
         records, backend_name, model, device = run(tasks, args, out)
@@ -204,6 +204,7 @@ def evaluate(args: EvalArgs) -> int:
         return 130
     totals = summarize(records, args.ks, args.ps, timed=device == "cuda" and args.timing)
     totals |= {
+        "suite": suite.source,
         "backend": backend_name,
         "model": model,
         "device": device,
@@ -247,7 +248,7 @@ def recorded_samples(out: Path) -> list[dict]:
         for task in read_results(out):
             task_path = Path(task["path"])
             if not task_path.is_file():  # an evaluation made elsewhere: its JSONL tasks are written under OUT/tasks
-                task_path = out / TASKS_DIR / task_path.name
+                task_path = out / suites.TASKS_DIR / task_path.name
             for sample in task["samples"]:
                 candidate = out / sample["candidate"]
                 if not (task_path.is_file() and candidate.is_file()):
@@ -269,48 +270,6 @@ def recorded_samples(out: Path) -> list[dict]:
 
 
 # ---------------------------------------------------------------- tasks
-
-
-def discover(suite: Path, split: str, out: Path) -> list[SuiteTask]:
-    """The suite's tasks in name order: its task modules, or the JSONL records of `split` written out as
-    modules under `out/tasks` (TASKS_DIR; the verifier and the backends read tasks from files)."""
-    from verifier import TaskError, UsageError
-
-    if suite.is_file():
-        paths = _tasks_from_records(suite, split, out / TASKS_DIR)
-        where = f"--suite {suite} has no records of split `{split}`"
-    else:
-        paths = sorted(suite.glob("*.py"))
-        where = f"--suite {suite} holds no KernelBench task modules (*.py defining Model, get_inputs, get_init_inputs)"
-    tasks, skipped = [], []
-    for path in paths:
-        try:
-            task = Task.from_file(path)
-        except (TaskError, UsageError):
-            skipped.append(path.name)
-            continue
-        tasks.append(SuiteTask(path.stem, path, task.digest[:16], task))
-    if not tasks:
-        raise EvalError(where)
-    if skipped:
-        _log(f"skipped {len(skipped)} file(s) that are not tasks: {', '.join(skipped)}")
-    return tasks
-
-
-def _tasks_from_records(path: Path, split: str, directory: Path) -> list[Path]:
-    """Each record's task module of `split`, written to `directory` under a name from its origin."""
-    written = []
-    for record in jsonl.read(path):
-        if record.get("split") != split or not isinstance(record.get("task"), str):
-            continue
-        origin = str(record.get("task_origin", ""))
-        stem = origin.replace(":", "_") if origin.startswith("synthetic:") else Path(origin).stem
-        name = f"{stem or 'task'}_{str(record.get('id', ''))[:8]}".strip("_")
-        directory.mkdir(parents=True, exist_ok=True)
-        task = directory / f"{name}.py"
-        task.write_text(record["task"])
-        written.append(task)
-    return sorted(written)
 
 
 def check_resumable(args: EvalArgs, out: Path) -> None:
@@ -455,9 +414,12 @@ def verify_sample(pool, task: Task, candidate: str, origin: str, args: EvalArgs)
         timing=args.timing,
     )
     timing = report.timing or {}
+    tolerance = report.allclose_tolerance
     return {
         "verdict": report.verdict,
         "correct": rewards.passed(report),
+        "allclose_tolerance": tolerance,
+        "kernelbench_correct": tolerance is not None and tolerance <= KERNELBENCH_TOLERANCE,
         "speedup_vs_eager": timing.get("speedup_vs_eager"),
         "speedup_vs_compile": timing.get("speedup_vs_compile"),
         "rules": sorted({v["rule"] for v in report.violations}),
@@ -483,16 +445,17 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - missed
 
 
-def fast_p(records: list[dict], p: float, baseline: str) -> float:
-    """The mean over tasks of the share of a task's samples that are correct with a speedup above `p` against
-    `baseline` (`eager` or `compile`); a task without samples counts as 0."""
+def fast_p(records: list[dict], p: float, baseline: str, correct: str = "correct") -> float:
+    """The mean over tasks of the share of a task's samples that are correct (by the sample's key `correct`) with a
+    speedup above `p` against `baseline` (`eager` or `compile`); a task without samples counts as 0."""
+    return _mean_share(records, lambda s: s.get(correct) and (s.get(f"speedup_vs_{baseline}") or 0.0) > p)
+
+
+def _mean_share(records: list[dict], holds) -> float:
+    """The mean over tasks of the share of a task's samples for which `holds`; a task without samples is 0."""
     if not records:
         return 0.0
-    shares = []
-    for record in records:
-        samples = record["samples"]
-        fast = [s for s in samples if s["correct"] and (s.get(f"speedup_vs_{baseline}") or 0.0) > p]
-        shares.append(len(fast) / len(samples) if samples else 0.0)
+    shares = [sum(bool(holds(s)) for s in r["samples"]) / len(r["samples"]) if r["samples"] else 0.0 for r in records]
     return sum(shares) / len(records)
 
 
@@ -509,6 +472,11 @@ def summarize(records: list[dict], ks: list[int], ps: list[float], timed: bool) 
     if timed:
         fast = {baseline: {f"{p:g}": fast_p(records, p, baseline) for p in ps} for baseline in BASELINES}
         fast["note"] = None
+    kernelbench = {
+        "tolerance": KERNELBENCH_TOLERANCE,
+        "correct": _mean_share(records, lambda s: s.get("kernelbench_correct")),
+        "fast_p": {f"{p:g}": fast_p(records, p, "eager", "kernelbench_correct") for p in ps} if timed else None,
+    }
     samples = [s for r in records for s in r["samples"]]
     return {
         "tasks": len(records),
@@ -519,6 +487,7 @@ def summarize(records: list[dict], ks: list[int], ps: list[float], timed: bool) 
         "tasks_unverified": unverified,
         "pass@k": pass_k,
         "fast_p": fast,
+        "kernelbench": kernelbench,
         "verdicts": dict(collections.Counter(s["verdict"] for s in samples)),
     }
 
@@ -549,6 +518,12 @@ def table(records: list[dict], totals: dict) -> str:
             lines.append(f"| fast_p vs {name} | n/a: {totals['fast_p']['note']} |")
         else:
             lines += [f"| fast_{p} vs {name} | {value:.3f} |" for p, value in values.items()]
+    kernelbench = totals["kernelbench"]
+    lines.append(
+        f"| correct by KernelBench's rule (allclose at {kernelbench['tolerance']:g}) | {kernelbench['correct']:.3f} |"
+    )
+    for p, value in (kernelbench["fast_p"] or {}).items():
+        lines.append(f"| KernelBench's fast_{p} (its rule, vs eager) | {value:.3f} |")
     verdicts = ", ".join(f"{v} {n}" for v, n in sorted(totals["verdicts"].items())) or "none"
     lines.append(f"| verdicts | {verdicts} |")
     return "\n".join(lines)

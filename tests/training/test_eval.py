@@ -117,6 +117,24 @@ def test_totals_give_fast_p_only_where_candidates_were_timed():
     assert "no timings" in untimed["fast_p"]["note"]
 
 
+def test_kernelbench_s_rule_counts_what_passes_allclose_at_1e_2_and_is_fast_only_where_timed():
+    """A sample the verifier fails may pass KernelBench's looser rule; it is correct there, but not fast (the
+    verifier times only what it finds correct)."""
+    loose = sample(False) | {"kernelbench_correct": True, "allclose_tolerance": 0.004}
+    strict = sample(True, 2.0, 1.1) | {"kernelbench_correct": True, "allclose_tolerance": 1e-7}
+    wrong = sample(False) | {"kernelbench_correct": False, "allclose_tolerance": 0.3}
+    records = [task_record(loose, strict), task_record(wrong)]
+    totals = evaluation.summarize(records, [1], [0, 1, 2.5], timed=True)
+    assert totals["kernelbench"]["tolerance"] == 0.01
+    assert totals["kernelbench"]["correct"] == pytest.approx((2 / 2 + 0) / 2)
+    assert totals["kernelbench"]["fast_p"] == {"0": 0.25, "1": 0.25, "2.5": 0.0}
+    assert totals["pass@k"]["1"] == pytest.approx(0.25)
+    table = evaluation.table([r | {"name": n} for r, n in zip(records, "ab", strict=True)], totals)
+    assert "| correct by KernelBench's rule (allclose at 0.01) | 0.500 |" in table
+    assert "| KernelBench's fast_1 (its rule, vs eager) | 0.250 |" in table
+    assert evaluation.summarize(records, [1], [0], timed=False)["kernelbench"]["fast_p"] is None
+
+
 def test_k_defaults_to_1_and_the_usual_values_up_to_the_samples(tmp_path):
     def ks(samples: int, *k: str) -> list[int]:
         return evaluation.EvalArgs(output_dir="o", suite=str(tmp_path), samples=samples, k=list(k)).ks
@@ -128,24 +146,11 @@ def test_k_defaults_to_1_and_the_usual_values_up_to_the_samples(tmp_path):
 # ---------------------------------------------------------------- suites and bad input
 
 
-def test_a_training_data_file_gives_the_tasks_of_one_split(tmp_path):
-    suite = tmp_path / "rl.autotriton.jsonl"
-    records = [
-        {"id": "a1b2c3d4e5", "task": TASK.format(doc="relu", body="torch.relu(x)"), "task_origin": "x/relu.py"},
-        {"id": "f6e5d4c3b2", "task": TASK.format(doc="neg", body="-x"), "task_origin": "synthetic:7"},
-        {"id": "0123456789", "task": TASK.format(doc="abs", body="x.abs()"), "task_origin": "x/abs.py"},
-    ]
-    splits = ["test", "test", "train"]
-    suite.write_text("".join(json.dumps(r | {"split": s}) + "\n" for r, s in zip(records, splits, strict=True)))
-    tasks = evaluation.discover(suite, "test", tmp_path / "out")
-    assert [t.name for t in tasks] == ["relu_a1b2c3d4", "synthetic_7_f6e5d4c3"]
-    assert tasks[0].path.read_text() == records[0]["task"]
-
-
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--suite", "no/such/dir"], "--suite: not a directory or a .jsonl file: no/such/dir"),
+        (["--suite", "no/such/dir"], "--suite: not a directory, a .jsonl file or kernelbench:PATH: no/such/dir"),
+        (["--suite", "tritonbench-x:dir"], "--suite tritonbench-x:dir: unknown benchmark `tritonbench-x`"),
         (["--samples", "2", "--k", "1", "3"], "--k values must be between 1 and --samples (2)"),
         (["--fast-p", "fast"], "--fast-p numbers"),
         (["--device", "tpu"], "--device must be one of auto, cuda, cpu"),
@@ -216,6 +221,7 @@ def test_inductor_kernels_pass_every_task_and_a_rerun_only_evaluates_new_ones(tm
     assert (out / "fast_p.png").stat().st_size > 0 and (out / "config.yaml").exists()
     printed = capsys.readouterr()
     assert "| relu | 1/1 | correct 1 |" in printed.out and "| pass@1 | 1.000 |" in printed.out
+    assert totals["kernelbench"]["correct"] == 1.0 and totals["suite"] == {"kind": "folder", "path": str(suite)}
     assert "] total: 1/1 correct (" in printed.err and "tasks/min)" in printed.err
     first = lines(out / "tasks.jsonl")
     assert sorted(t["name"] for t in first) == ["relu", "total"]
