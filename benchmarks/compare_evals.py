@@ -1,6 +1,8 @@
-"""Whether one model beats another on the same held-out tasks: two `training.eval` outputs compared task by task.
+"""Whether one model beats another on the same held-out tasks: two `training.eval` outputs compared task by task;
+or evaluations on the field's benchmarks beside the figures other projects published.
 
     python benchmarks/compare_evals.py OUT_A OUT_B [OUT_A2 OUT_B2 ...]
+    python benchmarks/compare_evals.py --published OUT [OUT ...]
 
 Pairs the tasks both evaluated (by name and content hash) and prints, as a markdown table, each side's pass@1 on
 them, the difference, how many tasks got better or worse, a bootstrap 95% interval of the difference and the
@@ -14,20 +16,28 @@ pairs, because one task's differences in two runs go together (a task GRPO learn
 the other), and counting them as independent would overstate the evidence. The pooled row treats the runs as
 given: it asks whether these GRPO models beat their SFT models, and the spread between the pairs' rows is what
 says how much another run would differ.
+
+`--published` prints one row per evaluation of a KernelBench level (`training.eval --suite kernelbench:...`): its
+correctness and fast_1 by KernelBench's own rule, and the verifier's strict pass@1; then the figures of AutoTriton,
+KernelLLM and TritonRL on the same benchmarks as their papers and model cards give them
+(`benchmarks/published_figures.json`, with each figure's source and setting), marked as quoted: they were measured
+elsewhere, on other machines, with other harnesses, and only the benchmark and the metric's name are shared.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import random
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+PUBLISHED = Path(__file__).resolve().parent / "published_figures.json"
 sys.path.insert(0, str(ROOT))
 
-from training.eval import read_results  # noqa: E402
+from training.eval import RESULTS_FILE, read_results  # noqa: E402
 
 EXACT_UP_TO = 16  # tasks that differ: up to this many, every sign assignment is counted (2^16), else sampled
 DRAWS = 100_000
@@ -43,7 +53,19 @@ def main(argv: list[str] | None = None) -> int:
         metavar="OUT",
         help="training.eval output directories in pairs, the baseline's then the challenger's: A B [A2 B2 ...]",
     )
+    parser.add_argument(
+        "--published",
+        action="store_true",
+        help="print each OUT's KernelBench figures beside the published figures of other models instead",
+    )
     args = parser.parse_args(argv)
+    if args.published:
+        try:
+            print(field_table([measured_row(out) for out in args.outs], json.loads(PUBLISHED.read_text())))
+        except ValueError as exc:
+            print(f"compare_evals.py: {exc}", file=sys.stderr)
+            return 2
+        return 0
     if len(args.outs) % 2:
         print(
             f"compare_evals.py: give the directories in pairs (baseline, challenger); got {len(args.outs)}",
@@ -162,6 +184,63 @@ def table(rows: list[tuple[str, dict, str]]) -> str:
         )
     notes = [f"{label}: {note}" for label, _, note in rows if note]
     return "\n".join([*lines, *([""] if notes else []), *notes])
+
+
+def measured_row(out: Path) -> dict:
+    """What `field_table` shows of one evaluation: its suite, backend and model, and its totals."""
+    path = out / RESULTS_FILE
+    try:
+        totals = json.loads(path.read_text())["totals"]
+        suite = totals.get("suite") or {}
+        return {
+            "model": f"{totals['backend']} {totals['model']}".strip(),
+            "benchmark": _benchmark(suite),
+            "tasks": totals["tasks"],
+            "samples": totals["samples"],
+            "correct": totals["kernelbench"]["correct"],
+            "fast_1": (totals["kernelbench"]["fast_p"] or {}).get("1"),
+            "pass@1": totals["pass@k"]["1"],
+            "device": totals["device"],
+            "date": totals["date"][:10],
+        }
+    except FileNotFoundError:
+        raise ValueError(f"{path} does not exist: an evaluation's results.json is needed") from None
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path} lacks what the table needs ({exc}): evaluate again with this version") from None
+
+
+def _benchmark(suite: dict) -> str:
+    if suite.get("kind") == "kernelbench":
+        commit = (suite.get("commit") or "")[:7]
+        return f"KernelBench L{suite['level']}" + (f" @{commit}" if commit else "")
+    return f"{suite.get('kind', 'suite')} {suite.get('path', '')}".strip()
+
+
+def field_table(measured: list[dict], published: dict) -> str:
+    """Measured rows, then the published figures on the same benchmarks, each marked quoted with its source."""
+    lines = [
+        "| model | benchmark | tasks | correct | fast_1 | verifier pass@1 (strict) | setting | figures |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in measured:
+        fast = "n/a (not timed)" if row["fast_1"] is None else f"{row['fast_1']:.3f}"
+        per_task = row["samples"] / row["tasks"] if row["tasks"] else 0
+        lines.append(
+            f"| {row['model']} | {row['benchmark']} | {row['tasks']} | {row['correct']:.3f} | {fast} | "
+            f"{row['pass@1']:.3f} | {per_task:g} samples per task, {row['device']} | measured {row['date']} |"
+        )
+    for figure in published["figures"]:
+        cells = [_quoted(figure.get(name)) for name in ("correct", "fast_1")]
+        lines.append(
+            f"| {figure['model']} | {figure['benchmark']} | {figure.get('tasks', '')} | {cells[0]} | {cells[1]} | "
+            f"| {figure['setting']} | quoted: {figure['source']} |"
+        )
+    notes = ["", *[f"- {note}" for note in published["notes"]]]
+    return "\n".join(lines + notes)
+
+
+def _quoted(value: object) -> str:
+    return "" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 if __name__ == "__main__":

@@ -139,3 +139,15 @@ def test_a_task_in_several_pairs_is_one_unit_for_the_interval_and_the_p_value(tm
     # the interval and the p-value are those of one run: 3 tasks better, 1 of 2^3 sign assignments reaches +3
     assert pooled[5] == first[5]
     assert pooled[8] == first[8] == "0.125"
+
+
+def test_published_needs_each_evaluation_s_totals(tmp_path):
+    old = evaluation(tmp_path / "old", {"relu": 1})
+    done = subprocess.run(
+        [sys.executable, str(COMPARE), "--published", str(old), str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert f"{old}/results.json lacks what the table needs ('backend')" in done.stderr

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from training import eval as evaluation
 from training import suites
 
+COMPARE = Path(__file__).parents[2] / "benchmarks" / "compare_evals.py"
 TASK = '''"""{doc}"""
 
 import torch
@@ -115,3 +118,14 @@ def test_an_evaluation_of_a_kernelbench_level_records_the_clone_and_kernelbench_
     for task in results["tasks"]:
         assert task["samples"][0]["allclose_tolerance"] < 1e-6, task
     assert "| correct by KernelBench's rule (allclose at 0.01) | 1.000 |" in capsys.readouterr().out
+
+    beside = subprocess.run(
+        [sys.executable, str(COMPARE), "--published", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert beside.returncode == 0, beside.stderr
+    rows = [line for line in beside.stdout.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows[0].startswith(
+        f"| inductor inductor | KernelBench L1 @{commit[:7]} | 3 | 1.000 | n/a (not timed) | 1.000 |"
+    )
+    quoted = [row for row in rows if "quoted: " in row]
+    assert quoted and all("KernelBench" in row or "TritonBench" in row for row in quoted)
