@@ -1,8 +1,9 @@
 """Build training data: RL prompts and verified SFT pairs, from task directories and synthetic tasks.
 
-    python -m training.data --output-dir OUT [--tasks DIR ...] [--synthetic N] [--config FILE.yaml] [flags]
+    python -m training.data --output-dir OUT [--tasks DIR ...] [--harvest torch.nn] [--synthetic N] [flags]
 
-Tasks come from directories of KernelBench modules and from `training.synth` (seeded). Each is identified by
+Tasks come from directories of KernelBench modules, from the building blocks of installed libraries
+(`training.harvest`: `--harvest LIBRARY` at `--harvest-sizes`) and from `training.synth` (seeded). Each is identified by
 the hash of its normalised AST: duplicates are removed, tasks too close to an evaluation suite
 (`--decontaminate DIR ...`) are dropped and reported per suite, `--shard i/n` keeps the tasks of one share, and a
 stable hash puts each task in `train`, `val` or `test`. Written to the output directory:
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from model_server import prompts
-from training import config, jsonl, synth
+from training import config, harvest, jsonl, synth
 from training.dedup import Suite, task_id
 from training.rationale import rationale
 
@@ -56,6 +57,14 @@ class DataArgs:
 
     output_dir: str = field(default="", metadata={"help": "directory for the JSONL files and the datasheet"})
     tasks: list[str] = field(default_factory=list, metadata={"help": "directories of KernelBench task modules"})
+    harvest: list[str] = field(
+        default_factory=list,
+        metadata={"help": f"libraries whose building blocks become tasks: {', '.join(harvest.CATALOGUE)}"},
+    )
+    harvest_sizes: list[str] = field(
+        default_factory=lambda: list(harvest.SIZES),
+        metadata={"help": "size tiers of harvested tasks: small, medium, large"},
+    )
     synthetic: int = field(default=0, metadata={"help": "how many synthetic tasks to generate"})
     seed: int = field(default=0, metadata={"help": "first synthetic seed (task i uses seed + i)"})
     sizes: str = field(default="small", metadata={"help": "synthetic shapes: small (CPU interpreter) or large"})
@@ -103,6 +112,11 @@ class DataArgs:
             raise ValueError("--val-fraction and --test-fraction must be >= 0 and add up to less than 1")
         if self.synthetic < 0 or self.workers < 1 or self.trials < 1 or self.ngram < 1:
             raise ValueError("--synthetic must be >= 0; --workers, --trials and --ngram at least 1")
+        unknown = [name for name in self.harvest if name not in harvest.CATALOGUE]
+        if unknown:
+            raise ValueError(f"--harvest: no catalogue for {', '.join(unknown)}; known: {', '.join(harvest.CATALOGUE)}")
+        if not self.harvest_sizes or any(size not in harvest.SIZES for size in self.harvest_sizes):
+            raise ValueError(f"--harvest-sizes must be among {', '.join(harvest.SIZES)}, got {self.harvest_sizes}")
         if self.sizes not in synth.SIZES:
             raise ValueError(f"--sizes must be one of {', '.join(synth.SIZES)}")
         try:
@@ -170,6 +184,11 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
                 continue
             counts["from_directories"] += 1
             found.append((path.stem, source, str(path), families_of(source)))
+    sources = collections.Counter()
+    for made in harvest.harvest(args.harvest, args.harvest_sizes):
+        counts["harvested"] += 1
+        sources[made.origin.split(":")[0].rsplit(".", 1)[0]] += 1
+        found.append((made.name, made.source, f"harvest:{made.origin}", families_of(made.source) or (made.family,)))
     for number in range(args.synthetic):
         made = synth.generate(args.seed + number, args.sizes, tuple(args.dtypes), tuple(args.families), args.max_ops)
         counts["synthetic"] += 1
@@ -202,6 +221,7 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
     counts["kept"] = len(tasks)
     sheet = {
         "tasks": dict(counts),
+        "harvested_by_library": dict(sources),
         "decontamination": {name: {"removed": len(hits), "hits": hits[:50]} for name, hits in contaminated.items()},
     }
     return tasks, sheet
