@@ -5,7 +5,8 @@
 Tasks come from directories of KernelBench modules, from the building blocks of installed libraries
 (`training.harvest`: `--harvest LIBRARY` at `--harvest-sizes`) and from `training.synth` (seeded). Each is identified by
 the hash of its normalised AST: duplicates are removed, tasks too close to an evaluation suite
-(`--decontaminate DIR ...`) are dropped and reported per suite, `--shard i/n` keeps the tasks of one share, and a
+(`--decontaminate DIR|kernelbench:CLONE/levelN ...`), by their code or by computing with the same ops, are dropped
+and reported per suite, `--shard i/n` keeps the tasks of one share, and a
 stable hash puts each task in `train`, `val` or `test`. Written to the output directory:
 
 - `rl.PROFILE.jsonl`: one record per task (no completion), for GRPO and evaluation;
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from model_server import prompts
-from training import config, harvest, jsonl, synth
+from training import config, harvest, jsonl, suites, synth
 from training.dedup import Suite, task_id
 from training.rationale import rationale
 
@@ -87,7 +88,10 @@ class DataArgs:
     device: str = field(default="auto", metadata={"help": "where candidates are generated and verified"})
     val_fraction: float = field(default=0.05, metadata={"help": "share of tasks in the val split"})
     test_fraction: float = field(default=0.05, metadata={"help": "share of tasks in the held-out test split"})
-    decontaminate: list[str] = field(default_factory=list, metadata={"help": "evaluation suite directories"})
+    decontaminate: list[str] = field(
+        default_factory=list,
+        metadata={"help": "evaluation suites: directories of task modules, or kernelbench:CLONE/levelN"},
+    )
     ngram: int = field(default=12, metadata={"help": "token n-gram length for decontamination"})
     overlap: float = field(
         default=0.5, metadata={"help": "drop a task sharing this share of its n-grams with a suite task"}
@@ -123,10 +127,15 @@ class DataArgs:
             synth.check(self.sizes, tuple(self.dtypes), tuple(self.families), self.max_ops)
         except ValueError as exc:
             raise ValueError(f"synthetic tasks (--dtypes, --families, --max-ops): {exc}") from exc
-        for flag, directories in (("--tasks", self.tasks), ("--decontaminate", self.decontaminate)):
-            missing = [d for d in directories if not Path(d).is_dir()]
-            if missing:
-                raise ValueError(f"{flag}: not a directory: {', '.join(missing)}")
+        missing = [d for d in self.tasks if not Path(d).is_dir()]
+        if missing:
+            raise ValueError(f"--tasks: not a directory: {', '.join(missing)}")
+        for spec in self.decontaminate:
+            if not Path(spec).is_dir():
+                try:
+                    suites.parse(spec)
+                except suites.SuiteError as exc:
+                    raise ValueError(f"--decontaminate: {exc}") from None
 
     @property
     def shard_index(self) -> int:
@@ -196,8 +205,8 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
             counts["degenerate"] += 1
             continue
         found.append((made.name, made.source, f"synthetic:{made.seed}", made.op_families))
-    suites = [Suite(Path(d), args.ngram) for d in args.decontaminate]
-    contaminated = {suite.name: [] for suite in suites}
+    against = [_evaluation_suite(spec, args.ngram) for spec in args.decontaminate]
+    contaminated = {suite.name: [] for suite in against}
     seen: set[str] = set()
     tasks = []
     for name, source, origin, families in found:
@@ -210,9 +219,11 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
             counts["duplicates_removed"] += 1
             continue
         seen.add(identity)
-        hit = _contamination(source, suites, args.overlap)
+        hit = _contamination(source, against, args.overlap)
         if hit is not None:
-            contaminated[hit[0]].append({"id": identity, "origin": origin, "closest": hit[1], "share": hit[2]})
+            contaminated[hit[0]].append(
+                {"id": identity, "origin": origin, "closest": hit[1], "share": hit[2], "by": hit[3]}
+            )
             continue
         if int(identity, 16) % args.shard_count != args.shard_index:
             counts["other_shards"] += 1
@@ -246,12 +257,24 @@ def degenerate(source: str) -> bool:
     return output.numel() > 1 and bool((output == output.flatten()[0]).all())
 
 
-def _contamination(source: str, suites: list[Suite], threshold: float) -> tuple[str, str, float] | None:
-    """(suite, its closest task, the share of n-grams shared) for the first suite `source` is too close to."""
-    for suite in suites:
+def _evaluation_suite(spec: str, n: int) -> Suite:
+    """A suite to decontaminate against: a directory of task modules, or a benchmark `suites` reads."""
+    if Path(spec).is_dir():
+        return Suite(Path(spec), n)
+    parsed = suites.parse(spec)
+    return Suite(parsed.path, n, name=f"{parsed.kind}-{parsed.path.name}")
+
+
+def _contamination(source: str, against: list[Suite], threshold: float) -> tuple[str, str, float, str] | None:
+    """(suite, its closest task, the share of n-grams shared, and `source` or `ops`: what was too close) for the first
+    suite `source` is too close to: by its code's n-grams, or by computing with the same ops as one of its tasks."""
+    for suite in against:
         closest, share = suite.closest(source)
         if closest is not None and share >= threshold:
-            return suite.name, closest, round(share, 3)
+            return suite.name, closest, round(share, 3), "source"
+        same = suite.same_ops(source)
+        if same is not None:
+            return suite.name, same, round(share, 3), "ops"
     return None
 
 

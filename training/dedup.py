@@ -3,7 +3,9 @@ evaluation suite's.
 
 A task's id is the hash of its normalised AST: comments, docstrings and formatting do not change it, any
 change of code does. Contamination is measured on the code that defines the computation (the statements of the
-`Model` class's methods): the share of a task's token n-grams found in one task of a suite.
+`Model` class's methods): the share of a task's token n-grams found in one task of a suite; and by op signature,
+the set of ops it computes with, however spelt: `nn.Conv2d`, `F.conv2d` and `torch.conv2d` are one op, so a
+library's `nn.LayerNorm` block is the same task as a benchmark's `F.layer_norm` problem.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ import tokenize
 from pathlib import Path
 
 ID_LENGTH = 16
+# Calls that say nothing of what a task computes: construction, shape queries and plumbing.
+NOT_OPS = frozenset(
+    {"super", "init", "size", "dim", "numel", "contiguous", "range", "len", "int", "float", "tuple", "list"}
+)
 
 
 def task_id(source: str) -> str:
@@ -55,18 +61,49 @@ def model_ngrams(source: str, n: int) -> set[tuple[str, ...]]:
     return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
 
 
-class Suite:
-    """An evaluation suite's tasks, as n-gram sets, to check training tasks against."""
+def op_signature(source: str) -> frozenset[str]:
+    """The ops the task's `Model` methods call (its module's functions where it has no `Model`), each named by its
+    last attribute, lowercased, without underscores or a trailing `loss`: `nn.CrossEntropyLoss` and
+    `F.cross_entropy` are both `crossentropy`. Calls of the model's own attributes (`self.block(x)`) are left out:
+    what they compute is in the constructor that made them."""
+    tree = ast.parse(source)
+    model = next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Model"), None)
+    scope = model if model is not None else tree
+    ops = set()
+    for node in ast.walk(scope):
+        if not isinstance(node, ast.Call):
+            continue
+        function = node.func
+        if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name) and function.value.id == "self":
+            continue
+        name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+        op = name.lower().replace("_", "")
+        op = op.removesuffix("loss") if len(op) > len("loss") else op
+        if op and op not in NOT_OPS:
+            ops.add(op)
+    return frozenset(ops)
 
-    def __init__(self, directory: Path, n: int):
-        self.name = directory.name
+
+class Suite:
+    """An evaluation suite's tasks, as n-gram sets and op signatures, to check training tasks against."""
+
+    def __init__(self, directory: Path, n: int, name: str | None = None):
+        self.name = name or directory.name
         self.n = n
         self.tasks: dict[str, set[tuple[str, ...]]] = {}
+        self.signatures: dict[frozenset[str], str] = {}
         for path in sorted(directory.glob("*.py")):
             try:
-                self.tasks[path.name] = model_ngrams(path.read_text(), n)
+                source = path.read_text()
+                self.tasks[path.name] = model_ngrams(source, n)
+                self.signatures.setdefault(op_signature(source), path.name)
             except (SyntaxError, UnicodeDecodeError, tokenize.TokenError):
                 continue
+        self.signatures.pop(frozenset(), None)
+
+    def same_ops(self, source: str) -> str | None:
+        """The first suite task (by name) that computes with exactly the ops `source` does, or None."""
+        return self.signatures.get(op_signature(source))
 
     def closest(self, source: str) -> tuple[str | None, float]:
         """The suite task sharing the largest share of `source`'s n-grams, and that share (0 to 1)."""

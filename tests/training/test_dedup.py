@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from training.dedup import Suite, task_id
+from training.dedup import Suite, op_signature, task_id
 from training.synth import generate
 
 RELU = '''"""ReLU."""
@@ -50,3 +50,29 @@ def test_a_near_copy_of_a_suite_task_is_found_and_other_tasks_are_not(tmp_path):
         generate(seed).source for seed in range(100, 200) if generate(seed).description != generate(11).description
     )
     assert suite.closest(other)[1] < 0.5
+
+
+def test_an_op_is_one_op_however_it_is_spelt():
+    module = RELU.replace("torch.relu(x)", "self.act(x)").replace(
+        "    def forward",
+        "    def __init__(self):\n        super().__init__()\n        self.act = nn.ReLU()\n\n    def forward",
+    )
+    functional = RELU.replace("torch.relu(x)", "torch.nn.functional.relu(x)")
+    assert op_signature(RELU) == op_signature(module) == op_signature(functional) == {"relu"}
+    loss = RELU.replace("torch.relu(x)", "nn.CrossEntropyLoss()(x, x.argmax(1))")
+    assert op_signature(loss) == {"crossentropy", "argmax"}
+    assert op_signature(loss.replace("nn.CrossEntropyLoss()", "F.cross_entropy")) == op_signature(loss)
+    assert op_signature(RELU.replace("torch.relu(x)", "x.view(x.size(0), -1).sum(1)")) == {"view", "sum"}
+
+
+def test_a_task_computing_with_a_suite_task_s_ops_is_found_in_another_spelling(tmp_path):
+    (tmp_path / "19_ReLU.py").write_text(RELU)
+    (tmp_path / "23_Softmax.py").write_text(RELU.replace("torch.relu(x)", "torch.softmax(x, dim=1)"))
+    suite = Suite(tmp_path, n=12, name="kernelbench-level1")
+    harvested = RELU.replace("torch.relu(x)", "self.block(x)").replace(
+        "    def forward",
+        "    def __init__(self):\n        super().__init__()\n        self.block = nn.ReLU()\n\n    def forward",
+    )
+    assert suite.name == "kernelbench-level1"
+    assert suite.same_ops(harvested) == "19_ReLU.py"
+    assert suite.same_ops(RELU.replace("torch.relu(x)", "torch.relu(x).sum()")) is None

@@ -77,3 +77,26 @@ def test_harvested_tasks_become_verified_pairs(tmp_path):
     pairs = [json.loads(line) for line in (out / "sft.autotriton.jsonl").read_text().splitlines()]
     assert sorted(p["task_origin"].rsplit("/", 1)[-1] for p in pairs) == sorted(x.name for x in picked.iterdir())
     assert all(p["report"]["verdict"] == "correct" and p["report"]["reward"] == 1.0 for p in pairs)
+
+
+def test_harvested_blocks_that_a_kernelbench_problem_computes_are_dropped_by_their_ops(tmp_path):
+    level = tmp_path / "KernelBench" / "KernelBench" / "level1"
+    level.mkdir(parents=True)
+    relu = harvest.write(tmp_path / "one", ["torch.nn"], ["small"])[0].read_text()
+    task = relu.replace("        self.block = nn.ReLU()\n", "")
+    assert task != relu
+    (level / "19_ReLU.py").write_text(task.replace("self.block(x0)", "torch.relu(x0)"))
+    (level / "40_LayerNorm.py").write_text(
+        task.replace("self.block(x0)", "nn.functional.layer_norm(x0, x0.shape[-1:])")
+    )
+    spec = f"kernelbench:{tmp_path}/KernelBench/level1"
+    args = data.DataArgs(output_dir=str(tmp_path), harvest=["torch.nn"], harvest_sizes=["small"], decontaminate=[spec])
+    tasks, sheet = data.collect(args)
+    hits = sheet["decontamination"]["kernelbench-level1"]["hits"]
+    assert {(h["origin"], h["closest"], h["by"]) for h in hits} == {
+        ("harvest:torch.nn.ReLU:small", "19_ReLU.py", "ops"),
+        ("harvest:torch.nn.LayerNorm:small", "40_LayerNorm.py", "ops"),
+    }
+    assert len(tasks) == len(harvest.CATALOGUE["torch.nn"]) - 2
+    with pytest.raises(SystemExit):
+        data.main(["--output-dir", str(tmp_path), "--decontaminate", f"kernelbench:{tmp_path}/nowhere/level1"])
