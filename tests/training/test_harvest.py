@@ -48,6 +48,8 @@ def test_training_data_counts_harvested_tasks_by_library_and_names_their_origin(
     assert "harvest:torch.nn.LayerNorm:medium" in origins and "harvest:torch.nn.Conv2d:small" in origins
     conv = next(t for t in tasks if t.origin == "harvest:torch.nn.Conv2d:small")
     assert conv.op_families == ("conv",)
+    pool = next(t for t in tasks if t.origin == "harvest:torch.nn.MaxPool2d:small")
+    assert pool.op_families == ("pool",)  # the catalogue's family, not a guess from the source's words
 
 
 @pytest.mark.parametrize(
