@@ -80,7 +80,8 @@ def _add_serve(subparsers: argparse._SubParsersAction) -> None:
         "serve",
         help="run the model server (HTTP API: /v1/convert, /v1/verify, /v1/models)",
         description="Serve the conversion loop over HTTP. Binds 127.0.0.1 by default; on any other address, "
-        "pass --token (or set TRITONIZE_TOKEN) so requests need `Authorization: Bearer <token>`.",
+        "pass --token (or set TRITONIZE_TOKEN) so requests need `Authorization: Bearer <token>`; without one it "
+        "refuses to start unless --allow-no-token.",
     )
     _add_shared_options(serve)
     serve.add_argument(
@@ -101,6 +102,11 @@ def _add_serve(subparsers: argparse._SubParsersAction) -> None:
     )
     serve.add_argument(
         "--token", metavar="T", help="bearer token every endpoint but /health requires (default: $TRITONIZE_TOKEN)"
+    )
+    serve.add_argument(
+        "--allow-no-token",
+        action="store_true",
+        help="serve on a non-loopback --host without a token (anyone who reaches the port can run conversions)",
     )
     serve.add_argument(
         "--no-spares",
@@ -198,6 +204,12 @@ def _run_serve(args: argparse.Namespace) -> int:
 
     token = args.token or os.environ.get("TRITONIZE_TOKEN")
     if args.host not in api.LOOPBACK_HOSTS and not token:
+        if not args.allow_no_token:
+            return usage_error(
+                "serve",
+                f"--host {args.host} is reachable from other machines: pass --token T (or set TRITONIZE_TOKEN), "
+                "or --allow-no-token to serve conversions to anyone who reaches the port",
+            )
         print(
             f"tritonize serve: warning: {args.host} is reachable from other machines and no --token is set",
             file=sys.stderr,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 
 import httpx
 import pytest
@@ -37,6 +40,21 @@ def test_health_is_open_and_everything_else_needs_the_token(server):
     assert httpx.get(f"{server}/v1/models").status_code == 401
     models = httpx.get(f"{server}/v1/models", headers=AUTH).json()
     assert [m["id"] for m in models["data"]] == ["inductor"]
+
+
+def test_a_server_other_machines_can_reach_needs_a_token_or_the_flag_that_waives_it():
+    env = {k: v for k, v in os.environ.items() if k != "TRITONIZE_TOKEN"}
+    command = [sys.executable, "-m", "model_server", "serve", "--host", "0.0.0.0", "--port", str(serving.free_port())]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert refused.returncode == 2, refused.stderr
+    assert "--host 0.0.0.0 is reachable from other machines: pass --token T" in refused.stderr
+    assert "--allow-no-token" in refused.stderr
+    waived = serving.start_server(["--host", "0.0.0.0", "--allow-no-token", "--no-spares"])
+    base = next(waived)
+    try:
+        assert httpx.get(f"{base}/v1/models").status_code == 200
+    finally:
+        next(waived, None)  # past its yield: the server is stopped
 
 
 @pytest.mark.slow

@@ -15,6 +15,8 @@ from verifier.audit.budget import DEFAULT_SECONDS
 from verifier.rules import AUDIT_RULES
 
 TARGET_PATTERN = re.compile(r"^sm_(\d{2,3})a?$")
+# NVIDIA's compute capabilities from Volta on: a target outside them is a typo (sm_999), not a GPU to plan for.
+CAPABILITIES = (70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121)
 KEYS = {"select", "ignore", "target", "compile", "exclude", "compile-timeout", "time-budget"}
 
 
@@ -97,5 +99,7 @@ def validate(config: AuditConfig, where: str) -> None:
         for prefix in getattr(config, key):
             if not any(rule.startswith(prefix) for rule in AUDIT_RULES):
                 raise ConfigError(f"{where}: {key} has {prefix!r}, which matches no rule (rules are TRI###)")
-    if not TARGET_PATTERN.match(config.target):
-        raise ConfigError(f"{where}: target {config.target!r} is not a CUDA target like sm_80 or sm_90")
+    matched = TARGET_PATTERN.match(config.target)
+    if not matched or int(matched.group(1)) not in CAPABILITIES:
+        known = ", ".join(f"sm_{c}" for c in CAPABILITIES)
+        raise ConfigError(f"{where}: target {config.target!r} is not a CUDA target ({known})")

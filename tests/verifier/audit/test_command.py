@@ -116,6 +116,7 @@ def test_sarif_is_a_valid_2_1_0_log_with_relative_locations_and_fixes(project):
         (["notes.txt"], "notes.txt: not a Python file"),
         (["kernels", "--select", "XYZ"], "matches no rule"),
         (["kernels", "--target", "sm_9x"], "not a CUDA target"),
+        (["kernels", "--target", "sm_999"], "target 'sm_999' is not a CUDA target (sm_70, sm_72, sm_75, sm_80"),
     ],
 )
 def test_usage_errors_exit_2_with_one_clear_line(project, args, complaint):
