@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import httpx
 import pytest
@@ -218,6 +220,22 @@ def test_verify_returns_the_report(server):
     broken = httpx.post(f"{server}/v1/verify", headers=AUTH, json={"task": "x = 1\n", "candidate": candidate})
     assert broken.status_code == 400
     assert broken.json()["detail"].startswith("the task does not load: task.py:1: not a task")
+
+
+def test_failing_verifications_name_no_path_of_the_server(server):
+    """What the server writes the task and candidate to, and where it runs from, are its own business."""
+    candidate = (FIXTURES / "candidates" / "relu_ok.py").read_text()
+    failing = [
+        {"task": RELU.replace("def get_inputs", "raise RuntimeError('boom')\ndef get_inputs"), "candidate": candidate},
+        {"task": RELU, "candidate": "def (:\n"},
+        {"task": RELU, "candidate": candidate.replace("x = x.contiguous()", "x = x.no_such()")},
+        {"task": RELU, "candidate": "import torch\nraise ValueError(open('/etc/hostname').read())\n"},
+    ]
+    places = [tempfile.gettempdir(), str(Path(__file__).resolve().parents[2]), str(Path.home())]
+    for body in failing:
+        response = httpx.post(f"{server}/v1/verify", headers=AUTH, json=body | {"trials": 2}, timeout=120)
+        assert response.status_code in (200, 400), response.text
+        assert not [place for place in places if place in response.text], response.text
 
 
 @pytest.mark.slow
