@@ -65,8 +65,7 @@ class Report:
         if self.message:
             lines.append(self.message)
         if self.max_abs_error is not None:
-            rel = "n/a" if self.max_rel_error is None else f"{self.max_rel_error:.3g}"
-            lines.append(f"max abs error {self.max_abs_error:.3g}, relative to scale {rel}, over {self.trials} trials")
+            lines.append(_error_line(self.max_abs_error, self.max_rel_error, self.trials))
         if self.coverage is not None:
             library = f"; in PyTorch: {', '.join(self.library_calls)}" if self.library_calls else ""
             basis = "kernel time" if self.device == "cuda" else "ops"
@@ -87,6 +86,13 @@ class Report:
             )
         lines.extend(f"warning: {w}" for w in self.warnings)
         return "\n".join(lines)
+
+
+def _error_line(error: float, ratio: float | None, trials: int) -> str:
+    """The largest error and the largest ratio of an output's error to that output's largest reference magnitude,
+    each named (they may come from different outputs or trials)."""
+    relative = "" if ratio is None else f"; max relative error {ratio:.3g} (error / the reference's largest magnitude)"
+    return f"max abs error {error:.3g}{relative}, over {trials} trials"
 
 
 def _finite(value: object) -> object:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 import secrets
 import signal
 import threading
@@ -226,9 +227,7 @@ class Verification:
             return False
         runtime = [v for v in violations if v not in rejecting and v["rule"] not in HYBRID_ALLOWS]
         if runtime or problems:
-            messages = [f"{v['rule']}: {v['message']}" for v in runtime] + problems
-            more = f" (and {len(messages) - 3} more)" if len(messages) > 3 else ""
-            self._finish("incorrect", "; ".join(messages[:3]) + more)
+            self._finish("incorrect", said_once([f"{v['rule']}: {v['message']}" for v in runtime] + problems))
             return False
         exact = comparison.get("notes") or []
         likewise = f" (likewise {len(exact) - 1} more times)" if len(exact) > 1 else ""
@@ -583,6 +582,35 @@ def _calls(seeds: list[int]) -> list[Call]:
         calls.append({"seed": seed, "grad": False, "label": label, "scale": scale})
     calls.insert(len(seeds) - scaled, {"seed": seeds[0], "grad": True, "label": "enable_grad call"})
     return calls
+
+
+CALL_LABEL = re.compile(r"^((?:trial \d+(?: \(inputs x[^)]*\))?|enable_grad call)(?:, output \d+)?): ")
+NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
+KINDS_SAID = 3
+
+
+def said_once(problems: list[str]) -> str:
+    """The problems of a verdict, each kind said once: the first call's words in full, then the other calls where
+    the same went wrong with other numbers ("(likewise in trial 2 and the enable_grad call)"); at most KINDS_SAID
+    kinds, and how many more there were."""
+    kinds: dict[str, tuple[str, list[str]]] = {}
+    for problem in problems:
+        matched = CALL_LABEL.match(problem)
+        label, rest = (matched.group(1), problem[matched.end() :]) if matched else ("", problem)
+        first, others = kinds.setdefault(NUMBER.sub("#", rest), (problem, []))
+        if problem is not first:
+            others.append(label or "again")
+    said = []
+    for first, others in list(kinds.values())[:KINDS_SAID]:
+        likewise = f" (likewise in {_listed_words(others)})" if others else ""
+        said.append(first + likewise)
+    more = len(kinds) - KINDS_SAID
+    return "; ".join(said) + (f" (and {more} more kind{'s' if more > 1 else ''} of problem)" if more > 0 else "")
+
+
+def _listed_words(words: list[str]) -> str:
+    named = [f"the {w}" if w == "enable_grad call" else w for w in words]
+    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
 
 
 def _trials_said(calls: list[Call]) -> str:
