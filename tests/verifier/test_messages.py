@@ -1,7 +1,10 @@
-"""A verdict's message says each kind of problem once, and the report's error line names what each number is."""
+"""A verdict's message says each kind of problem once, a crash says what usually causes it, and the report's error
+line names what each number is."""
 
 from __future__ import annotations
 
+from tests.conftest import FIXTURES
+from verifier import Task, VerifierPool
 from verifier.host.verification import said_once
 from verifier.report import Report
 
@@ -45,3 +48,17 @@ def test_the_error_line_names_the_error_and_the_ratio():
         report.summary()
     )
     assert "relative to scale" not in report.summary()
+
+
+def test_a_kernel_that_crashes_reading_out_of_bounds_is_told_what_usually_causes_it_and_what_finds_it():
+    relu = (FIXTURES / "candidates/relu_ok.py").read_text()
+    far = relu.replace("x_ptr + offs, mask=mask", "x_ptr + offs * 100000, mask=mask")
+    assert far != relu
+    with VerifierPool(size=1, device="cpu") as pool:
+        report = pool.verify(Task.from_file(FIXTURES / "tasks/relu.py"), far, trials=2)
+    assert report.verdict == "crashed", report.message
+    assert report.message.startswith("the candidate crashed: killed by signal"), report.message
+    assert "reads or writes out of bounds (a grid larger than the data, a load or store without its mask)" in (
+        report.message
+    )
+    assert "`tritonize audit` checks the masks" in report.message

@@ -547,7 +547,8 @@ class Verification:
             limit = self.opts.memory_limit // 2**20
             self._finish("crashed", f"the candidate exceeded the memory limit of {limit} MiB and was killed")
         elif outcome.status != "ok" or outcome.signal or outcome.exit_code or result is None or outcome.harness_error:
-            self._finish("crashed", f"the candidate crashed: {_describe_outcome(outcome)}")
+            hint = _memory_hint(self.shared.device) if outcome.signal in MEMORY_SIGNALS else ""
+            self._finish("crashed", f"the candidate crashed: {_describe_outcome(outcome)}{hint}")
         elif not result.get("ok"):
             self.out_of_memory = _out_of_memory(f"{result.get('error_type')}: {result.get('error')}")
             violations = _violations(result.get("violations"))
@@ -556,7 +557,9 @@ class Verification:
             if rejecting:  # a refusal the candidate's code then failed on is why it failed
                 self._finish("rejected", self._runtime_rejection(rejecting[0]))
             else:
-                self._finish(*_failure_verdict(result, self.candidate_origin))
+                verdict, message = _failure_verdict(result, self.candidate_origin)
+                memory = any(words in message for words in MEMORY_ERRORS)
+                self._finish(verdict, message + (_memory_hint(self.shared.device) if memory else ""))
         else:
             return result
         return None
@@ -699,6 +702,23 @@ def _failure_verdict(result: dict, candidate: str) -> tuple[str, str]:
     if stage == "import" or result.get("triton_compile_error"):
         return "compile_error", message
     return "runtime_error", message
+
+
+MEMORY_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT)
+MEMORY_ERRORS = ("illegal memory access", "misaligned address", "illegal address")
+
+
+def _memory_hint(device: str) -> str:
+    """What usually makes a kernel crash or hit an illegal address, and the tools that find where."""
+    find = (
+        "`tritonize verify --sanitize` (compute-sanitizer) names the kernel and the access"
+        if device.startswith("cuda")
+        else "`tritonize audit` checks the masks, and on a GPU `tritonize verify --sanitize` names the access"
+    )
+    return (
+        "; a kernel that reads or writes out of bounds (a grid larger than the data, a load or store without its "
+        f"mask) is the usual cause: {find}"
+    )
 
 
 def _describe_outcome(outcome: JobOutcome) -> str:
