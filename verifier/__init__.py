@@ -44,6 +44,8 @@ _PUBLIC = {
     "trial_inputs": "verifier.sandbox.task_code",
     "flatten": "verifier.sandbox.task_code",
     "full_precision": "verifier.sandbox.task_code",
+    "stage": "verifier.sandbox.task_code",
+    "StageError": "verifier.sandbox.task_code",
 }
 
 __all__ = sorted(_PUBLIC)

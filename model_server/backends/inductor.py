@@ -317,6 +317,8 @@ class InductorBackend:
         if not isinstance(result, dict):
             tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
             raise BackendError(f"Inductor's capture failed (exit {done.returncode}): {tail[0]}")
+        if result.get("task_failed"):
+            raise BackendError(f"the task fails on its own: {result.get('error')}")
         _add_outside(result, done.waited_s, launched, time.time())
         return {**result, "spare": True} if spare is not None else result
 

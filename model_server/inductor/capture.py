@@ -33,11 +33,13 @@ from model_server.inductor.rewrite import kernel_sources
 
 class CaptureError(Exception):
     """The task cannot be compiled into Triton by Inductor; the message says why. `out_of_memory`: the GPU ran
-    out of memory, which may be the fault of other work on it rather than the task's."""
+    out of memory, which may be the fault of other work on it rather than the task's. `task_failed`: the task's own
+    code failed (importing it, building its model or inputs, its forward), before Inductor was asked anything."""
 
-    def __init__(self, message: str, out_of_memory: bool = False):
+    def __init__(self, message: str, out_of_memory: bool = False, task_failed: bool = False):
         super().__init__(message)
         self.out_of_memory = out_of_memory
+        self.task_failed = task_failed
 
 
 class _Captured(Exception):
@@ -78,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = capture(task, args.device, args.templates, args.configs, tuned=args.tuned)
     except CaptureError as exc:
-        print(json.dumps({"error": str(exc), **({"out_of_memory": True} if exc.out_of_memory else {})}))
+        flags = {name: True for name in ("out_of_memory", "task_failed") if getattr(exc, name)}
+        print(json.dumps({"error": str(exc), **flags}))
         return 1
     print(json.dumps(result))
     return 0
@@ -138,16 +141,16 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
         if device == "cuda":  # on the CPU nothing can time the configurations: every template takes the first
             _convolutions_autotuned(inductor_config)
     imported = time.perf_counter()
-    module = load_module(str(task), "task")
+    module = _in_task("import", task, lambda: load_module(str(task), "task"))
     with _out_of_memory_named(torch):
         seed_everything(0)
         with torch.device(device):  # made where they are used: a 6 GiB input costs seconds to draw on the CPU
-            init_values = list(module.get_init_inputs())
-            model = module.Model(*init_values).to(device)
+            init_values = _in_task("get_init_inputs", task, lambda: list(module.get_init_inputs()))
+            model = _in_task("init", task, lambda: module.Model(*init_values).to(device))
         constructed = _attributes_read(model)
-        inputs = trial_inputs(module, 0, torch.device(device))
+        inputs = _in_task("get_inputs", task, lambda: trial_inputs(module, 0, torch.device(device)))
         with torch.no_grad():
-            structure, leaves = flatten(model(*inputs))
+            structure, leaves = flatten(_in_task("forward", task, lambda: model(*inputs)))
         if not all(isinstance(leaf, torch.Tensor) for leaf in leaves):
             raise CaptureError("forward must return a tensor or a tuple/list of tensors")
 
@@ -314,6 +317,25 @@ def _convolutions_autotuned(inductor_config) -> None:
         return every
 
     InductorChoices.get_conv_configs = get_conv_configs
+
+
+def _in_task(what: str, task: Path, run):
+    """`run`, the task's own code at stage `what`; its failure as a CaptureError naming the task's file and line and
+    the stage, as the verifier names a task's failure (running out of GPU memory is left to `_out_of_memory_named`)."""
+    import torch
+
+    from verifier import StageError, stage
+
+    try:
+        return stage(what, str(task), run)
+    except StageError as exc:
+        if _caused_by(exc.exc, torch.OutOfMemoryError):
+            raise exc.exc from None
+        failed = exc.as_result()
+        line = f":{failed['line']}" if failed["line"] else ""
+        raise CaptureError(
+            f"{task.name}{line}: {what} failed: {failed['error_type']}: {failed['error']}", task_failed=True
+        ) from exc
 
 
 @contextlib.contextmanager

@@ -118,6 +118,32 @@ def test_a_libdevice_function_the_interpreter_lacks_is_named(tmp_path):
         collect(create_backend(BackendConfig("inductor")), GenerationRequest(Task.from_file(task), 1, "cpu"))[0]
 
 
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (
+            ("def get_inputs", "raise RuntimeError('boom')\n\n\ndef get_inputs"),
+            "broken.py:15: import failed: RuntimeError: boom",
+        ),
+        (
+            ("return torch.relu(x)", "return x.no_such()"),
+            "broken.py:12: forward failed: AttributeError: 'Tensor' object",
+        ),
+        (
+            ("return [torch.randn(8, 200)]", "return [torch.randn(8, -1)]"),
+            "broken.py:16: get_inputs failed: RuntimeError",
+        ),
+    ],
+)
+def test_a_task_that_fails_on_its_own_is_named_with_its_file_line_and_stage(tmp_path, change, said):
+    task = tmp_path / "broken.py"
+    task.write_text((TASKS / "relu.py").read_text().replace(*change))
+    assert task.read_text() != (TASKS / "relu.py").read_text()
+    with pytest.raises(BackendError) as raised:
+        collect(InductorBackend(cache=tmp_path / "cache"), GenerationRequest(Task.from_file(task), 4, "cpu"))
+    assert str(raised.value).startswith(f"the task fails on its own: {said}"), str(raised.value)
+
+
 def test_a_task_that_never_finishes_loading_is_stopped_at_the_time_limit(tmp_path):
     task = tmp_path / "spins.py"
     task.write_text((TASKS / "relu.py").read_text() + "\nwhile True:\n    pass\n")
