@@ -20,6 +20,7 @@ from model_server.backends.base import Backend, BackendError, Generated, Generat
 from verifier import Cancelled, Report, Task, VerifierPool
 
 Emit = Callable[[api.Event], None]
+HEARTBEAT_SECONDS = 5.0
 HYBRID_MARGIN = 1.05  # a hybrid candidate is chosen over an all-Triton one only when at least this much faster
 
 
@@ -167,20 +168,25 @@ class _Run:
             stopped=self.stop,
         )
         generation_started = time.monotonic()
-        for batch in self.backend.generate(request):
-            candidates = batch.candidates[: samples - len(verifier.submitted)]
-            seconds = time.monotonic() - generation_started
-            if batch.more:
-                if candidates:
-                    note = _early_note(self.backend.name, candidates, seconds, len(verifier.submitted))
-                    self.emit(api.note(round_number, note))
+        waiting = _Heartbeat(self.emit, round_number, self.backend.name, generation_started)
+        try:
+            for batch in self.backend.generate(request):
+                waiting.stop()
+                candidates = batch.candidates[: samples - len(verifier.submitted)]
+                seconds = time.monotonic() - generation_started
+                if batch.more:
+                    if candidates:
+                        note = _early_note(self.backend.name, candidates, seconds, len(verifier.submitted))
+                        self.emit(api.note(round_number, note))
+                    verifier.submit(candidates)
+                    continue
+                if candidates or verifier.submitted:
+                    before = len(verifier.submitted)  # those handed over while the backend went on generating
+                    note = _generated_note(self.backend.name, candidates, samples, seconds, before, batch.not_made)
+                    self.emit(api.note(round_number, note + (f" [{batch.spent}]" if batch.spent else "")))
                 verifier.submit(candidates)
-                continue
-            if candidates or verifier.submitted:
-                before = len(verifier.submitted)  # those handed over while the backend went on generating
-                note = _generated_note(self.backend.name, candidates, samples, seconds, before, batch.not_made)
-                self.emit(api.note(round_number, note + (f" [{batch.spent}]" if batch.spent else "")))
-            verifier.submit(candidates)
+        finally:
+            waiting.stop()
 
     def to_improve(self) -> dict | None:
         """For a backend that improves on the best verified candidate: that candidate and its timing."""
@@ -188,6 +194,29 @@ class _Run:
         if best is None or not getattr(self.backend, "improves", False):
             return None
         return {"source": best.source, "label": best.label, "timing": best.report.timing or {}}
+
+
+class _Heartbeat:
+    """A note every HEARTBEAT_SECONDS while a round waits for the backend's first candidates (Inductor compiling
+    the task for 10-50 s), so the user sees the conversion is alive; `stop` once something arrives."""
+
+    def __init__(self, emit: Emit, round_number: int, backend: str, started: float):
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()  # no note after `stop` returns
+
+        def beat() -> None:
+            while not self._stopped.wait(HEARTBEAT_SECONDS):
+                with self._lock:
+                    if not self._stopped.is_set():
+                        waited = time.monotonic() - started
+                        emit(api.note(round_number, f"{backend} is still generating ({waited:.0f} s)"))
+
+        self._thread = threading.Thread(target=beat, name="tritonize-heartbeat", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped.set()
 
 
 def _generated_note(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from model_server import loop
 from model_server.api import ConvertRequest
 from model_server.backends import BackendError, Batch, Generated, GenerationRequest
 from model_server.backends.inductor import InductorBackend
@@ -113,6 +114,26 @@ def test_candidates_handed_over_early_are_verified_while_the_backend_generates()
     assert "1. ready first" in notes[0]
     assert "made 1 more candidate (2 in all) of the 4 asked for" in notes[1] and "2. ready last" in notes[1]
     assert sorted((e["index"], e["of"]) for e in events if e["event"] == "candidate") == [(1, 2), (2, 2)]
+
+
+def test_a_round_waiting_for_its_first_candidates_says_every_few_seconds_that_it_is_alive(pool, monkeypatch):
+    monkeypatch.setattr(loop, "HEARTBEAT_SECONDS", 0.2)
+
+    class SlowBackend(ScriptedBackend):
+        def generate(self, request: GenerationRequest) -> Iterator[Batch]:
+            time.sleep(1.1)
+            yield from super().generate(request)
+
+    events: list[dict] = []
+    backend = SlowBackend([[(CANDIDATES / "relu_ok.py").read_text()]])
+    convert(_request(TASKS / "relu.py", samples=1, rounds=1, trials=1), backend, pool, emit=events.append)
+    notes = [e["text"] for e in events if e["event"] == "note"]
+    alive = [n for n in notes if "scripted is still generating (" in n]
+    assert 3 <= len(alive) <= 6, notes
+    made = next(i for i, n in enumerate(notes) if "scripted made 1 candidate" in n)
+    assert all(notes.index(n) < made for n in alive), notes  # none once the candidates are there
+    time.sleep(0.5)
+    assert len([e for e in events if "still generating (" in e.get("text", "")]) == len(alive)
 
 
 def test_the_progress_line_says_why_the_backend_made_fewer_candidates_than_asked(pool):
