@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import httpx
@@ -57,6 +58,42 @@ def test_a_server_other_machines_can_reach_needs_a_token_or_the_flag_that_waives
         assert httpx.get(f"{base}/v1/models").status_code == 200
     finally:
         next(waived, None)  # past its yield: the server is stopped
+
+
+def _captures_running() -> int:
+    """Inductor capture processes alive on this machine (a server without spares runs one only for a conversion)."""
+    count = 0
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            count += b"model_server.inductor.capture" in cmdline.read_bytes()
+        except OSError:
+            continue
+    return count
+
+
+@pytest.mark.slow
+def test_a_client_that_disconnects_stops_the_compile_within_seconds():
+    waiting_task = RELU.replace("def get_inputs", "import time\ntime.sleep(60)\n\n\ndef get_inputs")
+    assert _captures_running() == 0
+    served = start_server(["--no-spares"])
+    server = next(served)
+    try:
+        body = {"task": waiting_task, "task_name": "slow", "trials": 2}
+        with httpx.stream("POST", f"{server}/v1/convert", json=body, headers=AUTH, timeout=60) as response:
+            lines = response.iter_lines()
+            while "round" not in next(lines):
+                pass
+            deadline = time.monotonic() + 30
+            while not _captures_running() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert _captures_running(), "the compile never started"
+        left = time.monotonic()
+        while _captures_running() and time.monotonic() < left + 30:
+            time.sleep(0.2)
+        assert not _captures_running(), "the compile outlived the client"
+        assert time.monotonic() - left < 10
+    finally:
+        next(served, None)
 
 
 @pytest.mark.slow
