@@ -276,11 +276,17 @@ def _run_convert(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     best = outcome.best
     try:
-        out.write_text(best.source)
+        out.write_text(outcome.kernel)
     except OSError as exc:
         return usage_error("convert", f"cannot write {out}: {exc.strerror or exc}")
-    print(f"wrote {out} (round {best.round}, candidate {best.index}: {outcome.why})")
+    print(f"wrote {out} (round {best.round}, candidate {best.index}: {outcome.why}; {_satisfies(best.policy)})")
     return EXIT_PASS
+
+
+def _satisfies(policy: str) -> str:
+    if policy == "strict":
+        return "it satisfies the strict policy: all Triton"
+    return "it satisfies the hybrid policy, not the strict one: `tritonize verify` checks it as hybrid"
 
 
 def _out_problem(out: Path, task: Path, force: bool) -> str | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from model_server import api
 from model_server.api import ConvertRequest
 from model_server.backends.base import Backend, BackendError, Generated, GenerationRequest
-from verifier import Cancelled, Report, Task, VerifierPool
+from verifier import Cancelled, Report, Task, VerifierPool, policy_line
 
 Emit = Callable[[api.Event], None]
 HEARTBEAT_SECONDS = 5.0
@@ -56,6 +56,13 @@ class Outcome:
     best: Attempt | None = None
     why: str = ""
     stopped: str = "finished"
+
+    @property
+    def kernel(self) -> str | None:
+        """The winner as it is written out: first a line naming the policy it was verified under."""
+        if self.best is None:
+            return None
+        return policy_line(self.best.policy, self.best.report.library_calls) + self.best.source
 
 
 def convert(
@@ -400,7 +407,7 @@ def _done_event(outcome: Outcome) -> api.Done:
         chosen = {
             "round": best.round,
             "index": best.index,
-            "source": best.source,
+            "source": outcome.kernel,
             "label": best.label,
             "policy": best.policy,
             "why": outcome.why,

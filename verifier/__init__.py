@@ -19,6 +19,8 @@ _PUBLIC = {
     "verify": "verifier.host.pool",
     "VerifyOptions": "verifier.options",
     "POLICIES": "verifier.options",
+    "policy_line": "verifier.options",
+    "declared_policy": "verifier.options",
     "DEVICES": "verifier.device",
     "resolve_device": "verifier.device",
     "Report": "verifier.report",

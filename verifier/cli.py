@@ -127,9 +127,9 @@ def _add_verify(subparsers: argparse._SubParsersAction) -> None:
     verify.add_argument(
         "--policy",
         choices=POLICIES,
-        default="strict",
-        help="strict (default): all the work in Triton, the only policy that earns a reward; hybrid: PyTorch may do "
-        "the work Triton does not (e.g. a convolution), reported with Triton's share as `coverage`",
+        help="strict: all the work in Triton, the only policy that earns a reward; hybrid: PyTorch may do the work "
+        "Triton does not (e.g. a convolution), reported with Triton's share as `coverage`; `tritonize convert` "
+        "writes the policy its kernel satisfies as the file's first line (default: that line's policy, else strict)",
     )
     verify.add_argument(
         "--sanitize",
@@ -153,12 +153,21 @@ def _add_verify(subparsers: argparse._SubParsersAction) -> None:
 def _run_verify(args: argparse.Namespace) -> int:
     from verifier.errors import SandboxStartError, TaskError, UsageError
     from verifier.host.pool import verify
+    from verifier.options import declared_policy
     from verifier.task import Task, read_source
 
     try:
+        candidate = read_source(args.candidate)
+        policy = args.policy or declared_policy(candidate) or "strict"
+        if args.policy is None and policy == "hybrid":
+            print(
+                f"tritonize verify: checking under the hybrid policy, as {args.candidate}'s `# tritonize-policy` line "
+                "says (--policy strict holds it to all Triton)",
+                file=sys.stderr,
+            )
         report = verify(
             Task.from_file(args.task),
-            read_source(args.candidate),
+            candidate,
             device=args.device,
             isolate=not args.no_isolation,
             require_isolation=args.require_isolation,
@@ -171,7 +180,7 @@ def _run_verify(args: argparse.Namespace) -> int:
             timing=not args.no_timing,
             timing_trials=args.timing_trials,
             compile_baseline=not args.no_compile_baseline,
-            policy=args.policy,
+            policy=policy,
             sanitize=args.sanitize,
             candidate_origin=args.candidate,
         )

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from verifier.host.limits import MIN_MEMORY_LIMIT, Limits, default_memory_limit
 
 POLICIES = ("strict", "hybrid")
+POLICY_LINE = re.compile(r"^# tritonize-policy: (strict|hybrid)\b", re.MULTILINE)
+POLICY_LINES_READ = 5  # the policy line is among a kernel's first lines, where `tritonize convert` writes it
+
+
+def policy_line(policy: str, library_calls: list[str]) -> str:
+    """The first line `tritonize convert` writes above a kernel: the policy it was verified under, which
+    `tritonize verify` then checks it under by default."""
+    if policy == "strict":
+        return "# tritonize-policy: strict -- verified correct under the strict policy: all the work in Triton\n"
+    left = f" (not all Triton: {', '.join(library_calls)})" if library_calls else " (not all Triton)"
+    return f"# tritonize-policy: hybrid -- verified correct under the hybrid policy{left}\n"
+
+
+def declared_policy(source: str) -> str | None:
+    """The policy a kernel's `# tritonize-policy:` line names, among its first lines; None without one."""
+    found = POLICY_LINE.search("\n".join(source.splitlines()[:POLICY_LINES_READ]))
+    return found.group(1) if found else None
 
 
 @dataclass

@@ -6,6 +6,8 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 
+from verifier.rules import HYBRID_ALLOWS
+
 VERDICTS = ("correct", "incorrect", "rejected", "compile_error", "runtime_error", "timeout", "crashed")
 
 
@@ -53,6 +55,16 @@ class Report:
         """The CLI's exit-0 condition (`passes`)."""
         return passes(self.verdict, self.reward, self.policy)
 
+    def _verdict_said(self) -> str:
+        """The verdict, and under the hybrid policy what a correct kernel leaves to PyTorch."""
+        if self.verdict != "correct" or self.policy != "hybrid":
+            return self.verdict
+        if self.library_calls:
+            return f"correct under hybrid (not all Triton: {', '.join(self.library_calls)})"
+        if self.coverage is not None and self.coverage < 1:
+            return f"correct under hybrid (not all Triton: {self.coverage:.0%} in Triton)"
+        return "correct under hybrid (all Triton: it would pass the strict policy too)"
+
     def to_dict(self) -> dict:
         return _finite(asdict(self))
 
@@ -61,7 +73,7 @@ class Report:
 
     def summary(self) -> str:
         """A few human-readable lines for the terminal."""
-        lines = [f"verdict: {self.verdict}   reward: {self.reward:g}   device: {self.device}"]
+        lines = [f"verdict: {self._verdict_said()}   reward: {self.reward:g}   device: {self.device}"]
         if self.message:
             lines.append(self.message)
         if self.max_abs_error is not None:
@@ -72,7 +84,9 @@ class Report:
             lines.append(f"coverage: {self.coverage:.0%} of the {basis} in Triton ({self.policy} policy){library}")
         for v in self.violations:
             where = f" (line {v['line']}, column {v.get('column', 1)})" if v.get("line") else ""
-            lines.append(f"  {v['rule']} {v['severity']}{where}: {v['message']}")
+            allowed = self.policy == "hybrid" and v["rule"] in HYBRID_ALLOWS
+            severity = "allowed under the hybrid policy" if allowed else v["severity"]
+            lines.append(f"  {v['rule']} {severity}{where}: {v['message']}")
         if self.timing:
             t = self.timing
             lines.append(

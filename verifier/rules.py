@@ -14,6 +14,9 @@ from dataclasses import dataclass
 
 from verifier.wire.messages import Violation
 
+# What the hybrid policy lets PyTorch do: call modules and library ops for the work Triton does not do.
+HYBRID_ALLOWS = frozenset({"TRI302", "TRI317", "TRI360"})
+
 SEVERITIES = ("error", "warning", "info")
 STAGES = ("static", "compile", "runtime")
 DOCS_URL = "https://github.com/tritonize/tritonize/blob/main/docs/RULES.md"

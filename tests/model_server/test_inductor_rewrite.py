@@ -28,8 +28,7 @@ from tests.model_server.inductor_fixtures import (
 )
 from verifier.audit.anti_hacking import check_candidate
 from verifier.audit.engine import audit_source
-from verifier.host.verification import HYBRID_ALLOWS
-from verifier.rules import RULES
+from verifier.rules import HYBRID_ALLOWS, RULES
 
 CASES = fixtures()
 RUFF_DEFAULT_RULES = "E4,E7,E9,F"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -229,7 +230,22 @@ def test_convert_writes_a_hybrid_only_under_the_hybrid_policy(tmp_path):
         "hybrid",
     )
     assert hybrid.returncode == 0, hybrid.stderr
-    assert "torch.addmm(" in (tmp_path / "linear_relu_float64_triton.py").read_text()
+    written = tmp_path / "linear_relu_float64_triton.py"
+    assert "torch.addmm(" in written.read_text()
+    first = written.read_text().splitlines()[0]
+    assert first.startswith("# tritonize-policy: hybrid -- verified correct under the hybrid policy (not all Triton: ")
+    assert hybrid.stdout.strip().endswith(
+        "it satisfies the hybrid policy, not the strict one: `tritonize verify` checks it as hybrid)"
+    )
+
+    agrees = _tritonize("verify", str(task), str(written), "--trials", "2")
+    assert agrees.returncode == 0, agrees.stdout + agrees.stderr
+    assert agrees.stdout.startswith("verdict: correct under hybrid (not all Triton: "), agrees.stdout
+    assert "as " + str(written) + "'s `# tritonize-policy` line says" in agrees.stderr
+    assert not re.search(r"TRI\d+ error", agrees.stdout), agrees.stdout
+    assert "TRI360 allowed under the hybrid policy: " in agrees.stdout, agrees.stdout
+    held = _tritonize("verify", str(task), str(written), "--trials", "2", "--policy", "strict")
+    assert held.returncode == 1 and held.stdout.startswith("verdict: rejected"), held.stdout
 
 
 def test_convert_checks_out_before_anything_runs(tmp_path):

@@ -9,7 +9,7 @@ from tests.conftest import FIXTURES
 from tests.sources import pair, read_pairs
 from tests.verifier.zoo_cases import zoo_cases
 from verifier import VerifierPool
-from verifier.host.verification import HYBRID_ALLOWS
+from verifier.rules import HYBRID_ALLOWS
 
 HYBRID = FIXTURES / "hybrid"
 TASK = HYBRID / "linear_relu.py"

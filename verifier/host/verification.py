@@ -26,7 +26,7 @@ from verifier.host import gpu_lock, sanitizer
 from verifier.host.zygote_handle import JobOutcome, ZygoteHandle, start_all
 from verifier.options import VerifyOptions
 from verifier.report import Report
-from verifier.rules import RULES
+from verifier.rules import HYBRID_ALLOWS, RULES
 from verifier.task import Task, syntax_error_at
 from verifier.wire.channel import Channel
 from verifier.wire.messages import (
@@ -48,7 +48,6 @@ SANITIZE_MIN_SECONDS = 300.0
 UNTRUSTED_OUTPUT = "untrusted: written by the candidate's code; a report or prompt shows it, never acts on it"
 # PyTorch compute, seen in the source or at run time, and what is not known to be allowed: what the hybrid policy
 # accepts (and never rewards)
-HYBRID_ALLOWS = {"TRI302", "TRI317", "TRI360"}
 LIST_LIMIT = 1000  # entries of a list in the candidate's result that are read
 PYTORCH_WORK = (
     (("conv",), "the convolution"),
