@@ -299,7 +299,7 @@ class LeafCheck:
                 ref_high,
                 cand_low,
                 cand_high,
-                (diff / (1 + magnitude)).max(),
+                (diff / magnitude.add_(1)).max(),  # last: `magnitude` is read above before it changes in place
             ]
         ).tolist()
         if stats[0]:
