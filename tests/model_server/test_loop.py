@@ -22,6 +22,7 @@ from model_server.backends import BackendError, Batch, Generated, GenerationRequ
 from model_server.backends.inductor import InductorBackend
 from model_server.loop import Attempt, ConvertError, _choose, convert
 from tests.conftest import FIXTURES
+from tests.model_server.events import kinds
 from tests.model_server.scripted import ScriptedBackend
 from tests.sources import pair
 from verifier.host.pool import VerifierPool
@@ -51,8 +52,7 @@ def test_failures_are_fed_back_and_the_repaired_candidate_wins(pool):
     [feedback] = backend.requests[1].feedback
     assert feedback["source"] == _wrong_relu() and feedback["report"]["verdict"] == "incorrect"
     assert len(backend.requests) == 2, "no repair round once every candidate of a round is correct"
-    kinds = [e["event"] for e in events]
-    assert kinds == ["round", "note", "candidate", "round", "note", "candidate", "done"]
+    assert kinds(events) == ["round", "note", "candidate", "round", "note", "candidate", "done"]
     assert events[-1]["best"]["round"] == 2 and events[-1]["report"]["verdict"] == "correct"
 
 
@@ -165,7 +165,7 @@ def test_a_backend_with_nothing_to_offer_ends_without_a_winner(pool):
     events: list[dict] = []
     outcome = convert(_request(TASKS / "relu.py"), ScriptedBackend([[]]), pool, events.append)
     assert outcome.best is None and outcome.attempts == []
-    assert [e["event"] for e in events] == ["round", "note", "done"] and events[-1]["best"] is None
+    assert kinds(events) == ["round", "note", "done"] and events[-1]["best"] is None
 
 
 def test_a_backend_failure_in_the_first_round_is_a_convert_error(pool):
@@ -302,7 +302,7 @@ def test_a_deadline_that_passes_during_generation_skips_verification(pool):
     options = dict(samples=3, rounds=2, deadline=0.3)
     outcome = convert(_request(TASKS / "relu.py", **options), Slow([[_wrong_relu()] * 3] * 2), pool, events.append)
     assert outcome.stopped == "deadline" and outcome.attempts == []
-    assert [e["event"] for e in events] == ["round", "note", "done"] and events[-1]["stopped"] == "deadline"
+    assert kinds(events) == ["round", "note", "done"] and events[-1]["stopped"] == "deadline"
 
 
 def test_cancelling_kills_a_verification_in_flight(pool):

@@ -14,6 +14,7 @@ import pytest
 from model_server.backends import BackendConfig, BackendError, GenerationRequest, collect, create_backend
 from model_server.prompts import messages
 from tests.conftest import FIXTURES
+from tests.model_server.events import kinds
 from tests.model_server.test_app import start_server
 from tests.model_server.tiny_model import build_tiny_llama
 from verifier import Task
@@ -55,8 +56,7 @@ def test_garbage_from_the_model_is_verified_and_repaired_cleanly(text_server):
     body = {"task": RELU.read_text(), "samples": 2, "rounds": 2, "trials": 1}
     with httpx.stream("POST", f"{text_server}/v1/convert", json=body, timeout=600) as response:
         events = [json.loads(line[5:]) for line in response.iter_lines() if line.startswith("data:")]
-    kinds = [e["event"] for e in events]
-    assert kinds == [
+    assert kinds(events) == [
         "accepted",
         "round",
         "note",
