@@ -3,12 +3,15 @@ may do what Triton does not, reported with Triton's share), and `coverage` measu
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from tests.conftest import FIXTURES
 from tests.sources import pair, read_pairs
 from tests.verifier.zoo_cases import zoo_cases
-from verifier import VerifierPool
+from verifier import Task, VerifierPool, declared_policy, policy_line
 from verifier.rules import HYBRID_ALLOWS
 
 HYBRID = FIXTURES / "hybrid"
@@ -54,6 +57,43 @@ def test_hybrid_accepts_it_as_correct_with_its_coverage_and_no_reward(pool):
     assert (
         "coverage: 50% of the ops in Triton (hybrid policy); in PyTorch: torch.nn.functional.linear" in report.summary()
     )
+
+
+def test_a_candidate_that_declares_itself_hybrid_is_still_held_to_the_policy_it_is_verified_under(pool, tmp_path):
+    """The `# tritonize-policy:` line is read by `tritonize verify` alone, as its default for a file the user
+    converted; the pool (rewards, evaluation, the server) never reads it, and even where it is taken a hybrid verdict
+    earns nothing and says what PyTorch did."""
+    forged = policy_line("hybrid", []) + CANDIDATE.read_text()
+    assert declared_policy(forged) == "hybrid"
+    report = pool.verify(Task.from_file(TASK), forged, trials=2)
+    assert report.verdict == "rejected" and report.reward == 0 and report.policy == "strict", report.message
+    (tmp_path / "candidate.py").write_text(forged)
+    taken = subprocess.run(
+        [sys.executable, "-m", "verifier", "verify", str(TASK), str(tmp_path / "candidate.py"), "--trials", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert taken.stdout.startswith("verdict: correct under hybrid (not all Triton: torch.nn.functional.linear)")
+    assert "reward: 0 " in taken.stdout and "checking under the hybrid policy" in taken.stderr
+    held = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verifier",
+            "verify",
+            str(TASK),
+            str(tmp_path / "candidate.py"),
+            "--trials",
+            "2",
+            "--policy",
+            "strict",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert held.returncode == 1 and held.stdout.startswith("verdict: rejected"), held.stdout
 
 
 def test_an_all_triton_kernel_has_full_coverage_under_either_policy(pool):
