@@ -196,7 +196,7 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
     sources = collections.Counter()
     for made in harvest.harvest(args.harvest, args.harvest_sizes):
         counts["harvested"] += 1
-        sources[made.origin.split(":")[0].rsplit(".", 1)[0]] += 1
+        sources[made.library] += 1
         found.append((made.name, made.source, f"harvest:{made.origin}", (made.family,)))
     for number in range(args.synthetic):
         made = synth.generate(args.seed + number, args.sizes, tuple(args.dtypes), tuple(args.families), args.max_ops)

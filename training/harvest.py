@@ -148,10 +148,11 @@ def main(argv: list[str] | None = None) -> int:
 
 @dataclass(frozen=True)
 class Harvested:
-    """One harvested task: its name, module source, origin (`library.Module:size`) and op family."""
+    """One harvested task: its name, module source, library, origin (`library.Module:size`) and op family."""
 
     name: str
     source: str
+    library: str
     origin: str
     family: str
 
@@ -168,7 +169,7 @@ def harvest(libraries: list[str], sizes: list[str]) -> list[Harvested]:
             for size in sizes:
                 name = f"{library.replace('.', '_')}_{entry.module}_{size}"
                 source = task_source(library, version, licence, entry, size)
-                made.append(Harvested(name, source, f"{library}.{entry.module}:{size}", entry.family))
+                made.append(Harvested(name, source, library, f"{library}.{entry.module}:{size}", entry.family))
     return made
 
 

@@ -10,31 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.training.test_eval import TASK
 from training import eval as evaluation
 from training import suites
 
 COMPARE = Path(__file__).parents[2] / "benchmarks" / "compare_evals.py"
-TASK = '''"""{doc}"""
-
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        return {body}
-
-
-def get_inputs():
-    return [torch.randn(16, 32)]
-
-
-def get_init_inputs():
-    return []
-'''
 
 
 def kernelbench_clone(root):
