@@ -24,6 +24,7 @@ from model_server.inductor.rewrite import (
     uses_dot,
     uses_library,
     uses_library_convolution,
+    uses_library_matmul,
 )
 from verifier import Spare, cache_dir, default_memory_limit, inductor_cache_dir, run_isolated
 
@@ -53,9 +54,14 @@ OWN_CONV_TILES = (
     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3, "precision": "tf32x3"},
 )
 OWN_CONV_IEEE = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4, "num_stages": 3, "precision": "ieee"}
+# The project's matmul (`model_server/inductor/matmul_gemm.py`) in place of cuBLAS's, at the tiles that won for
+# Inductor's templates on Hopper, K split where the output has too few tiles to fill the GPU.
+OWN_MATMUL_TILES = tuple({**tile, "precision": "tf32x3"} for tile in TF32X3_TILES[:2])
+OWN_MATMUL_IEEE = {**IEEE_TILE, "precision": "ieee"}
 TEMPLATES_TF32X3 = "Inductor max-autotune Triton templates, tf32x3"
 HYBRID = "Inductor's default: library call + fused Triton"
 OWN_CONV = "Inductor's default with the project's implicit-GEMM convolution"
+OWN_MATMUL = "Inductor's default with the project's matmul kernel"
 LIBRARY_REWRITTEN = "Inductor, library ops rewritten as Triton"
 TUNED = "Inductor's kernels, coordinate-descent tuned"
 NO_LIBRARY = "Inductor's default kernels make no library call"
@@ -83,7 +89,8 @@ class InductorBackend:
     pool), the task is also compiled with Inductor's Triton matmul/conv templates (on a GPU), and the
     candidates are: the template at tf32x3 precision (fp32-accurate, on tensor cores) at the tile Inductor's
     autotuner chose and at other tiles, the template as Inductor made it (IEEE fp32), and the hybrid candidate
-    that keeps the library call with Triton for the rest. The repair round replaces each candidate that
+    that keeps the library call with Triton for the rest; where the library calls are convolutions or matmuls, the
+    default capture with the project's own kernels in their place. The repair round replaces each candidate that
     failed with its fallback (a tf32x3 template falls back to IEEE fp32). Captures are cached by task, device
     and torch version, so converting the same task again starts at once. A long-lived process (the server, a
     benchmark) calls `start_spares`: each compile then runs in a capture process started ahead, its imports
@@ -211,9 +218,10 @@ class InductorBackend:
     def _own_kernels_suffice(self, default: dict, request: GenerationRequest) -> bool:
         """Whether the default capture with the project's convolution kernel is an all-Triton candidate: then the
         templates compile is not worth its time (that kernel ran at 2.3-3.0x of Inductor's convolution templates
-        on seven KernelBench convolutions, H200, 2026-11-28), nor the CPUs it holds."""
-        own, _ = _own_convolutions(default)
-        if not own:
+        on seven KernelBench convolutions, H200, 2026-11-28), nor the CPUs it holds. Not where it calls a library
+        matmul too: Inductor's matmul templates are the measured choice for those."""
+        own, _ = _own_kernels(default)
+        if not own or uses_library_matmul(default):
             return False
         try:
             rewrite(default, request.task.source, request.task.file_name, own[0].variant)
@@ -224,7 +232,7 @@ class InductorBackend:
     def _early_candidates(self, default: dict, request: GenerationRequest) -> list[Generated]:
         """The default capture's candidates that will be among the first `request.samples` whatever the compile
         still running brings: where it calls no library, its kernels (`_plan` ranks them first or second, beside
-        the tuned ones); else its hybrid and its first own-convolution one (ranked below HYBRID_RANK)."""
+        the tuned ones); else its hybrid and its first own-kernel one (ranked below HYBRID_RANK)."""
         if request.round != 1 or "error" in default:
             return []
         made, _ = self._candidates({"default": default}, request)
@@ -430,7 +438,7 @@ def _failure_as_error(extra: Future, default_ok: bool, what: str) -> dict:
 
 
 def _plan(captures: dict[str, dict]) -> list[_Planned]:
-    """The variants worth verifying for these captures, best first. The default capture's first own-convolution
+    """The variants worth verifying for these captures, best first. The default capture's first own-kernel
     variant and its hybrid always rank below HYBRID_RANK, so they can be handed over before the templates
     compile ends."""
     default = captures.get("default", {})
@@ -442,7 +450,7 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
             return [_Planned("default", Variant())]
         return [_Planned("tuned", Variant(TUNED)), _Planned("default", Variant())]
     hybrid = [_Planned("default", Variant(HYBRID, hybrid=True))] if default_ok else []
-    own, own_fallback = _own_convolutions(default)
+    own, own_fallback = _own_kernels(default)
     early = [*own[:1], *hybrid]
     if not templates_ok:
         return [*early, *own[1:], *own_fallback]
@@ -483,21 +491,40 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
     return [*lead, ieee, *own[1:], *tf32x3[2:], *captured_if_other, *own_fallback]
 
 
-def _own_convolutions(default: dict) -> tuple[list[_Planned], list[_Planned]]:
-    """The default capture with the project's convolution kernel in place of cuDNN's, at each tile, and the IEEE
-    variant they fall back to (none on the CPU, where one variant is enough: nothing times the tiles there)."""
-    if "error" in default or not uses_library_convolution(default):
+def _own_kernels(default: dict) -> tuple[list[_Planned], list[_Planned]]:
+    """The default capture with the project's kernels in place of its library convolutions and matmuls, at each
+    tile, and the IEEE variant they fall back to (none on the CPU, where one variant is enough: nothing times the
+    tiles there)."""
+    if "error" in default:
         return [], []
-    fallback = _Planned("default", Variant(_describe_own(OWN_CONV_IEEE), conv=OWN_CONV_IEEE))
+    convolution, matmul = uses_library_convolution(default), uses_library_matmul(default)
+    if not convolution and not matmul:
+        return [], []
+
+    def planned(conv: dict, mm: dict, fallback: str | None = None) -> _Planned:
+        variant = Variant(
+            _describe_own(conv if convolution else None, mm if matmul else None),
+            **{
+                "conv": conv if convolution else None,
+                "matmul": mm if matmul else None,
+            },
+        )
+        return _Planned("default", variant, fallback)
+
+    fallback = planned(OWN_CONV_IEEE, OWN_MATMUL_IEEE)
     on_cpu = default.get("device") == "cpu"
-    tiles = OWN_CONV_TILES[:1] if on_cpu else OWN_CONV_TILES
-    own = [_Planned("default", Variant(_describe_own(t), conv=t), fallback.variant.label) for t in tiles]
+    tiles = list(zip(OWN_CONV_TILES, OWN_MATMUL_TILES))[: 1 if on_cpu else None]
+    own = [planned(conv, mm, fallback.variant.label) for conv, mm in tiles]
     return own, [] if on_cpu else [fallback]
 
 
-def _describe_own(conv: dict) -> str:
-    precision = "IEEE fp32" if conv["precision"] == "ieee" else conv["precision"]
-    return f"{OWN_CONV}, {precision}, {_describe(conv)}"
+def _describe_own(conv: dict | None, matmul: dict | None = None) -> str:
+    """The label of the default capture with the project's kernels: which, their dots' precision and tiles."""
+    tiles = [tile for tile in (conv, matmul) if tile]
+    precision = "IEEE fp32" if tiles[0]["precision"] == "ieee" else tiles[0]["precision"]
+    if conv and matmul:
+        return f"{OWN_CONV} and matmul kernel, {precision}, {_describe(conv)}; matmul {_describe(matmul)}"
+    return f"{OWN_CONV if conv else OWN_MATMUL}, {precision}, {_describe(tiles[0])}"
 
 
 def _describe(tile: dict) -> str:

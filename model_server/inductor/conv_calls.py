@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from model_server.inductor.conv_gemm import (
     MIN_CHANNEL_BLOCK,
@@ -24,34 +24,27 @@ from model_server.inductor.conv_gemm import (
     relayout_grid,
     relayout_source,
 )
+from model_server.inductor.launcher import (
+    FP32,
+    Layout,
+    OwnKernel,
+    UnknownLayout,
+    follow_alias,
+    known_layouts,
+    literal,
+    named,
+    operand_layout,
+    parse,
+)
 
 SIGNATURE = ("x", "weight", "bias", "stride", "padding", "dilation", "transposed", "output_padding", "groups")
 CALL = "extern_kernels.convolution"
-FP32 = "torch.float32"
 MIN_GROUP_OUT = 8  # fewer output channels per group would leave most of a tile's columns idle
 MAX_GRID_Z = 65535  # CUDA's limit on a launch grid's z size, which counts the groups
 
 
 class ConvCallError(ValueError):
     """A library convolution the project's kernel does not take; the message says which and why."""
-
-
-@dataclass(frozen=True)
-class OwnKernel:
-    """A kernel the replacement launches: its name, source and launch configuration."""
-
-    name: str
-    source: str
-    num_warps: int
-    num_stages: int
-    grid_args: int
-
-
-@dataclass(frozen=True)
-class _Layout:
-    size: tuple[int, ...]
-    stride: tuple[int, ...]
-    dtype: str | None
 
 
 def replace_convolutions(
@@ -61,29 +54,21 @@ def replace_convolutions(
 
     `examples` are the graph inputs' (size, stride, dtype) texts; `conv` holds the tile (BLOCK_M/N/K, num_warps,
     num_stages) and the dots' `precision`; kernels are numbered from `first_index`."""
-    layouts = _known_layouts(statements, examples)
+    layouts = known_layouts(statements, examples)
     out: list[ast.stmt] = []
     kernels: list[OwnKernel] = []
     for stmt in statements:
         call = _convolution_call(stmt)
         if call is None:
-            _follow_alias(stmt, layouts)
+            follow_alias(stmt, layouts)
             out.append(stmt)
             continue
         target = ast.unparse(stmt.targets[0])
         replacement, made = _replacement(target, call, layouts, conv, first_index + len(kernels))
-        layouts[target] = _Layout(layouts[target].size, layouts[target].stride, FP32)
+        layouts[target] = Layout(layouts[target].size, layouts[target].stride, FP32)
         out += replacement
         kernels += made
     return out, kernels
-
-
-def _follow_alias(stmt: ast.stmt, layouts: dict[str, _Layout]) -> None:
-    """`buf7 = buf6` (Inductor reusing a buffer): the new name has the old one's layout."""
-    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id in layouts:
-        for target in stmt.targets:
-            if isinstance(target, ast.Name):
-                layouts[target.id] = layouts[stmt.value.id]
 
 
 def _convolution_call(stmt: ast.stmt) -> ast.Call | None:
@@ -98,47 +83,14 @@ def _convolution_call(stmt: ast.stmt) -> ast.Call | None:
     return None
 
 
-def _known_layouts(statements: list[ast.stmt], examples: dict[str, tuple[str, str, str]]) -> dict[str, _Layout]:
-    """Size, stride and dtype of every tensor the launcher names: graph inputs, allocations, asserted results."""
-    layouts = {}
-    for name, (size, stride, dtype) in examples.items():
-        size, stride = _literal(ast.parse(size, mode="eval").body), _literal(ast.parse(stride, mode="eval").body)
-        if size is not None and stride is not None:  # not a symbolic size
-            layouts[name] = _Layout(size, stride, dtype)
-    for stmt in statements:
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and isinstance(stmt.targets[0], ast.Name):
-            name, call = stmt.targets[0].id, stmt.value
-            if ast.unparse(call.func).startswith("empty_strided") and len(call.args) == 3:
-                size, stride = _literal(call.args[0]), _literal(call.args[1])
-                if size is not None and stride is not None:
-                    layouts[name] = _Layout(size, stride, ast.unparse(call.args[2]))
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            call = stmt.value
-            if ast.unparse(call.func) == "assert_size_stride" and len(call.args) >= 3:
-                name = ast.unparse(call.args[0])
-                size, stride = _literal(call.args[1]), _literal(call.args[2])
-                if size is not None and stride is not None:
-                    known = layouts.get(name)
-                    layouts[name] = _Layout(size, stride, known.dtype if known else None)
-    return layouts
-
-
-def _literal(node: ast.expr) -> tuple[int, ...] | None:
-    try:
-        value = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError):
-        return None
-    return tuple(value) if isinstance(value, tuple) and all(isinstance(v, int) for v in value) else None
-
-
 def _replacement(
-    target: str, call: ast.Call, layouts: dict[str, _Layout], conv: dict, index: int
+    target: str, call: ast.Call, layouts: dict[str, Layout], conv: dict, index: int
 ) -> tuple[list[ast.stmt], list[OwnKernel]]:
     """The statements that compute `target = extern_kernels.convolution(...)` with the project's kernels."""
     arguments = _arguments(call)
     spec = _convolution(target, arguments, layouts)
     statements, kernels = [], []
-    texts = {key: _named(arguments[key], f"{target}_{key}_view", statements) for key in ("x", "weight")}
+    texts = {key: named(arguments[key], f"{target}_{key}_view", statements) for key in ("x", "weight")}
     if spec.w_size[1] >= MIN_CHANNEL_BLOCK:  # the tiles read a block of channels: copy them innermost
         for key, suffix, size, stride in (
             ("x", "x", spec.x_size, spec.x_stride),
@@ -148,7 +100,7 @@ def _replacement(
                 continue
             name, copy = f"{target}_{suffix}", f"channels_last_kernel_{index + len(kernels)}"
             kernels.append(OwnKernel(copy, relayout_source(copy, size, stride), 4, 1, 2))
-            statements += _parse(
+            statements += parse(
                 f"{name} = empty_strided_cuda({size}, {channels_last(size)}, {FP32})",
                 f"{copy}.run({texts[key]}, {name}, {', '.join(map(str, relayout_grid(size)))})",
             )
@@ -159,14 +111,14 @@ def _replacement(
     source = kernel_source(name, spec, tile, conv["precision"])
     kernels.append(OwnKernel(name, source, conv["num_warps"], conv["num_stages"], 3))
     operands = [texts["x"], texts["weight"], *([ast.unparse(arguments["bias"])] if spec.bias else []), target]
-    statements += _parse(
+    statements += parse(
         f"{target} = empty_strided_cuda({spec.out_size}, {spec.out_stride}, {FP32})",
         f"{name}.run({', '.join(operands)}, {', '.join(map(str, grid(spec, tile)))})",
     )
     return statements, kernels
 
 
-def _convolution(target: str, arguments: dict[str, ast.expr], layouts: dict[str, _Layout]) -> ConvSpec:
+def _convolution(target: str, arguments: dict[str, ast.expr], layouts: dict[str, Layout]) -> ConvSpec:
     """The convolution the call computes, checked: a forward one of consistent sizes, in fp32, thick enough."""
     if _constant(arguments, "transposed", False) is not False:
         raise ConvCallError("a transposed convolution (the templates capture rewrites those as forward ones)")
@@ -202,30 +154,14 @@ def _arguments(call: ast.Call) -> dict[str, ast.expr]:
     return named
 
 
-def _operand(arguments: dict[str, ast.expr], key: str, layouts: dict[str, _Layout]) -> _Layout:
-    """The layout of the tensor passed as `key`: a name the launcher knows, or Inductor's view of one."""
-    node = arguments[key]
-    if isinstance(node, ast.Name) and node.id in layouts:
-        layout = layouts[node.id]
-    elif isinstance(node, ast.Call) and ast.unparse(node.func) == "reinterpret_tensor" and len(node.args) == 4:
-        base = layouts.get(ast.unparse(node.args[0]))
-        size, stride = _literal(node.args[1]), _literal(node.args[2])
-        if base is None or size is None or stride is None:
-            raise ConvCallError(f"the layout of the convolution's {key} `{ast.unparse(node)[:80]}` is not known")
-        layout = _Layout(size, stride, base.dtype)
-    else:
-        raise ConvCallError(f"the layout of the convolution's {key} `{ast.unparse(node)[:80]}` is not known")
+def _operand(arguments: dict[str, ast.expr], key: str, layouts: dict[str, Layout]) -> Layout:
+    try:
+        layout = operand_layout(arguments[key], layouts, f"convolution's {key}")
+    except UnknownLayout as exc:
+        raise ConvCallError(str(exc)) from exc
     if layout.dtype != FP32:
         raise ConvCallError(f"the convolution's {key} is {layout.dtype or 'of unknown dtype'}; the kernel takes fp32")
     return layout
-
-
-def _named(node: ast.expr, name: str, statements: list[ast.stmt]) -> str:
-    """A name for the operand: its own, or `name` bound to it (a launch passes names, not Inductor's views)."""
-    if isinstance(node, ast.Name):
-        return node.id
-    statements.append(ast.Assign([ast.Name(name, ast.Store())], node, lineno=0))
-    return name
 
 
 def _constant(arguments: dict[str, ast.expr], key: str, default: object) -> object:
@@ -238,7 +174,7 @@ def _constant(arguments: dict[str, ast.expr], key: str, default: object) -> obje
 
 
 def _ints(arguments: dict[str, ast.expr], key: str) -> tuple[int, ...]:
-    value = _literal(arguments[key]) if key in arguments else None
+    value = literal(arguments[key]) if key in arguments else None
     if value is None:
         raise ConvCallError(f"the convolution's {key} is not a tuple of numbers")
     return value
@@ -262,7 +198,3 @@ def _check_thickness(spec: ConvSpec) -> None:
         )
     if spec.groups > MAX_GRID_Z:
         raise ConvCallError(f"{spec.groups} groups, more than a launch grid's {MAX_GRID_Z} (one program per group)")
-
-
-def _parse(*lines: str) -> list[ast.stmt]:
-    return [ast.parse(line).body[0] for line in lines]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from model_server.inductor.launcher import extent
+
 MIN_CHANNEL_BLOCK = 16  # tl.dot's smallest K
 INT32_LIMIT = 2**31
 RELAYOUT_BLOCK = (64, 32)  # positions x channels per program of the channels-last copy
@@ -102,7 +104,7 @@ def kernel_source(name: str, spec: ConvSpec, tile: dict, precision: str) -> str:
     by_tap = group_in >= MIN_CHANNEL_BLOCK
     block_k = tile["BLOCK_K"]
     k_steps = -(-group_in // block_k) if by_tap else -(-(group_in * taps) // block_k)
-    largest = max(_extent(spec.x_size, spec.x_stride), _extent(spec.out_size, spec.out_stride))
+    largest = max(extent(spec.x_size, spec.x_stride), extent(spec.out_size, spec.out_stride))
     constants = {
         "GROUP_IN": group_in,
         "GROUP_OUT": group_out,
@@ -131,7 +133,7 @@ def kernel_source(name: str, spec: ConvSpec, tile: dict, precision: str) -> str:
     body = _BY_TAP if by_tap else _FLAT
     padded = any(padding)
     parameters = "x_ptr, w_ptr, bias_ptr, out_ptr" if spec.bias else "x_ptr, w_ptr, out_ptr"
-    source = _HEAD.format(name=name, parameters=parameters, constants=_constant_lines(constants, largest))
+    source = _HEAD.format(name=name, parameters=parameters, constants=constant_lines(constants, largest))
     source += body.format(
         precision=precision,
         inside=_INSIDE_BY_TAP if padded and by_tap else "",
@@ -147,9 +149,9 @@ def channels_last(size: tuple[int, ...]) -> tuple[int, ...]:
     channels, spatial = size[1], math.prod(size[2:])
     strides = [spatial * channels, 1]
     inner = channels
-    for extent in reversed(size[2:]):
+    for length in reversed(size[2:]):
         strides.insert(2, inner)
-        inner *= extent
+        inner *= length
     return tuple(strides)
 
 
@@ -163,8 +165,8 @@ def relayout_source(name: str, size: tuple[int, ...], stride: tuple[int, ...]) -
     constants |= {f"{a}": v for a, v in zip(("D", "H", "W"), size5[2:])}
     constants |= {f"SX_{a}": v for a, v in zip("NCDHW", stride5)}
     constants |= {"BLOCK_P": RELAYOUT_BLOCK[0], "BLOCK_C": RELAYOUT_BLOCK[1]}
-    largest = max(_extent(size, stride), math.prod(size))
-    return _RELAYOUT.format(name=name, constants=_constant_lines(constants, largest))
+    largest = max(extent(size, stride), math.prod(size))
+    return _RELAYOUT.format(name=name, constants=constant_lines(constants, largest))
 
 
 def relayout_grid(size: tuple[int, ...]) -> tuple[int, int]:
@@ -172,7 +174,7 @@ def relayout_grid(size: tuple[int, ...]) -> tuple[int, int]:
     return (-(-rows // RELAYOUT_BLOCK[0]), -(-size[1] // RELAYOUT_BLOCK[1]))
 
 
-def _constant_lines(constants: dict[str, int], largest: int) -> str:
+def constant_lines(constants: dict[str, int], largest: int) -> str:
     """The kernel's constants as `tl.constexpr` lines, and INDEX: 64-bit where an offset can reach `largest`."""
     lines = [f"    {key}: tl.constexpr = {value}" for key, value in constants.items()]
     lines.append(f"    INDEX: tl.constexpr = {'tl.int64' if largest >= INT32_LIMIT else 'tl.int32'}")
@@ -181,11 +183,6 @@ def _constant_lines(constants: dict[str, int], largest: int) -> str:
 
 def _spatial3(values: tuple[int, ...], fill: int, pad: int) -> tuple[int, ...]:
     return (*values[:2], *([fill] * pad), *values[2:])
-
-
-def _extent(size: tuple[int, ...], stride: tuple[int, ...]) -> int:
-    """One past the largest element offset a tensor of this size and stride reaches."""
-    return 1 + sum((s - 1) * abs(st) for s, st in zip(size, stride))
 
 
 def _next_power_of_2(n: int) -> int:

@@ -4,9 +4,9 @@ The candidate imports nothing from `torch._inductor`: Inductor's Triton helpers 
 in as plain `@triton.jit` functions, each kernel keeps only `@triton.jit` and gets a name from the ops it
 fuses, and the launches become `kernel[grid](..., XBLOCK=..., num_warps=...)` calls in `forward`, with the
 configuration Inductor chose. A `Variant` says what else to make of the same capture: fp32 `tl.dot` at another
-precision, a matmul template at another tile, the project's own convolution kernel in place of a library one, or
-a hybrid candidate that keeps Inductor's library calls (cuBLAS, cuDNN, ATen) as torch calls. Without `hybrid`, a
-library call is refused with a message naming the op, because the result would not be a Triton candidate.
+precision, a matmul template at another tile, the project's own convolution or matmul kernel in place of a library
+one, or a hybrid candidate that keeps Inductor's library calls (cuBLAS, cuDNN, ATen) as torch calls. Without
+`hybrid`, a library call is refused with a message naming the op, because the result would not be a Triton candidate.
 `forward` checks its inputs first: the kernels are specialised to the example inputs' shapes, strides and dtypes,
 so any other input is refused with a clear error.
 """
@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from model_server.inductor.conv_calls import ConvCallError, replace_convolutions
+from model_server.inductor.matmul_calls import MatmulCallError, replace_matmuls
 from verifier.audit import SourceIndex
 
 LIBDEVICE_ON_INTERPRETER = {"abs", "ceil", "cos", "erf", "exp", "exp2", "floor", "fma", "log", "log2", "rsqrt"}
@@ -52,7 +53,8 @@ class Variant:
     accurate as fp32); `tile` sets a matmul template's BLOCK_M/N/K, GROUP_M, num_warps and num_stages; `hybrid`
     keeps Inductor's library calls as torch calls instead of refusing them; `conv` launches the project's own
     implicit-GEMM kernel in place of each library convolution, at its tile (BLOCK_M/N/K, num_warps, num_stages)
-    and dot `precision`.
+    and dot `precision`; `matmul` likewise the project's matmul kernel in place of each library matmul (its tile
+    has a GROUP_M too).
     """
 
     label: str = DEFAULT_LABEL
@@ -60,6 +62,7 @@ class Variant:
     tile: dict | None = None
     hybrid: bool = False
     conv: dict | None = None
+    matmul: dict | None = None
 
 
 @dataclass
@@ -90,8 +93,10 @@ def rewrite(captured: dict, task_source: str, task_name: str = "task", variant: 
         raise RewriteError(f"no `tl.dot` to run at {variant.precision} precision")
     statements = _launcher_statements(wrapper)
     if variant.conv:
-        statements = _own_convolutions(statements, wrapper, kernels, variant.conv)
-        kernel_sources += [converter.convert(kernel) for kernel in list(kernels.values())[len(kernel_sources) :]]
+        statements = _own_kernels(statements, wrapper, kernels, variant.conv, "convolution")
+    if variant.matmul:
+        statements = _own_kernels(statements, wrapper, kernels, variant.matmul, "matmul")
+    kernel_sources += [converter.convert(kernel) for kernel in list(kernels.values())[len(kernel_sources) :]]
     helpers = _helper_sources(captured["helpers"], converter.helpers, converter)
     forward_body = _forward_body(statements, kernels, captured, variant.hybrid)
     if not kernels:
@@ -136,6 +141,12 @@ def uses_library_convolution(captured: dict) -> bool:
     """Whether Inductor hands a convolution to the library (cuDNN on a GPU), which the project's kernel can take."""
     launcher = "\n".join(ast.unparse(stmt) for stmt in _launcher_statements(ast.parse(captured["wrapper"])))
     return re.search(r"\bextern_kernels\.convolution\(", launcher) is not None
+
+
+def uses_library_matmul(captured: dict) -> bool:
+    """Whether Inductor hands a matmul to the library (cuBLAS on a GPU), which the project's kernel can take."""
+    launcher = "\n".join(ast.unparse(stmt) for stmt in _launcher_statements(ast.parse(captured["wrapper"])))
+    return re.search(r"\bextern_kernels\.(?:mm|addmm|bmm)\(", launcher) is not None
 
 
 def uses_dot(captured: dict) -> bool:
@@ -190,16 +201,18 @@ def _kernels(wrapper: str, configs: dict) -> dict[str, Kernel]:
     return found
 
 
-def _own_convolutions(
-    statements: list[ast.stmt], wrapper: ast.Module, kernels: dict[str, Kernel], conv: dict
+def _own_kernels(
+    statements: list[ast.stmt], wrapper: ast.Module, kernels: dict[str, Kernel], settings: dict, op: str
 ) -> list[ast.stmt]:
-    """The launcher with its library convolutions replaced by the project's kernels, which join `kernels`."""
+    """The launcher with its library `op`s (convolution or matmul) replaced by the project's kernels, which join
+    `kernels`."""
+    replace = replace_convolutions if op == "convolution" else replace_matmuls
     try:
-        replaced, own = replace_convolutions(statements, _example_arguments(wrapper), conv, len(kernels))
-    except ConvCallError as exc:
-        raise RewriteError(f"the project's convolution kernel cannot replace the library call: {exc}") from exc
+        replaced, own = replace(statements, _example_arguments(wrapper), settings, len(kernels))
+    except (ConvCallError, MatmulCallError) as exc:
+        raise RewriteError(f"the project's {op} kernel cannot replace the library call: {exc}") from exc
     if not own:
-        raise RewriteError("no library convolution for the project's convolution kernel to replace")
+        raise RewriteError(f"no library {op} for the project's {op} kernel to replace")
     for kernel in own:
         function = ast.parse(kernel.source).body[0]
         config = {"kwargs": {}, "num_warps": kernel.num_warps, "num_stages": kernel.num_stages}

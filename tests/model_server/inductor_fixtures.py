@@ -12,8 +12,8 @@ with the task's source beside it; a task of benchmarks/tasks/published/ is store
 compile too where the default one calls a library, the tuned one where it does not. Inductor's helper module is
 stored once per torch version under helpers/. `update` rewrites every expected output (NAME...py, or
 NAME...refused.txt when the rewrite refuses) with the current rewrite, and for each default capture that hands a
-convolution to the library, the variant with the project's own convolution kernel (NAME.DEVICE.own-conv.py or
-.own-conv.refused.txt). Re-capture when torch changes; update only
+convolution or a matmul to the library, the variant with the project's own kernel in its place
+(NAME.DEVICE.own-conv.py or .own-conv.refused.txt; .own-matmul likewise). Re-capture when torch changes; update only
 after reading the diff of the expected files.
 """
 
@@ -27,8 +27,15 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from model_server.backends.inductor import OWN_CONV_TILES, _capture_flags, _describe_own
-from model_server.inductor.rewrite import RewriteError, Variant, rewrite, uses_library, uses_library_convolution
+from model_server.backends.inductor import OWN_CONV_TILES, OWN_MATMUL_TILES, _capture_flags, _describe_own
+from model_server.inductor.rewrite import (
+    RewriteError,
+    Variant,
+    rewrite,
+    uses_library,
+    uses_library_convolution,
+    uses_library_matmul,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "inductor"
@@ -63,13 +70,20 @@ def rewritten(path: Path, variant: Variant | None = None) -> tuple[str, bool]:
         return str(exc) + "\n", True
 
 
-# the own-convolution variant at the backend's first tile, whose rewrites are kept as NAME.DEVICE.own-conv.py
+# the own-convolution and own-matmul variants at the backend's first tile, whose rewrites are kept as
+# NAME.DEVICE.own-conv.py and NAME.DEVICE.own-matmul.py
 OWN_CONV = Variant(_describe_own(OWN_CONV_TILES[0]), conv=OWN_CONV_TILES[0])
+OWN_MATMUL = Variant(_describe_own(None, OWN_MATMUL_TILES[0]), matmul=OWN_MATMUL_TILES[0])
 
 
 def own_conv_fixtures() -> list[Path]:
     """The default captures that hand a convolution to the library: the own-convolution variant applies."""
     return [path for path in fixtures() if "-" not in path.stem and uses_library_convolution(load(path)[0])]
+
+
+def own_matmul_fixtures() -> list[Path]:
+    """The default captures that hand a matmul to the library: the own-matmul variant applies."""
+    return [path for path in fixtures() if "-" not in path.stem and uses_library_matmul(load(path)[0])]
 
 
 def fixture_name(task: Path) -> str:
@@ -105,7 +119,9 @@ def capture_as_backend(task: Path, device: str) -> list[Path]:
 
 
 def update() -> None:
-    runs = [(path, None, "") for path in fixtures()] + [(path, OWN_CONV, "own-conv") for path in own_conv_fixtures()]
+    runs = [(path, None, "") for path in fixtures()]
+    runs += [(path, OWN_CONV, "own-conv") for path in own_conv_fixtures()]
+    runs += [(path, OWN_MATMUL, "own-matmul") for path in own_matmul_fixtures()]
     for path, variant, infix in runs:
         text, refused = rewritten(path, variant)
         expected_path(path, not refused, infix).unlink(missing_ok=True)

@@ -19,6 +19,7 @@ from model_server.backends.inductor import InductorBackend
 from model_server.inductor.rewrite import Variant, rewrite
 from model_server.loop import convert
 from tests.conftest import FIXTURES
+from tests.model_server.events import without_heartbeats
 from tests.model_server.inductor_fixtures import FIXTURES as INDUCTOR_FIXTURES
 from tests.model_server.inductor_fixtures import load
 from tests.sources import pair
@@ -80,13 +81,17 @@ def test_a_clamp_and_relu_keep_nans_with_tls_max_and_min_instead_of_inductors_he
 @pytest.mark.slow
 def test_on_the_cpu_a_library_matmul_becomes_inductor_s_triton_template_and_the_library_call_is_named(tmp_path):
     """Inductor's default kernels hand the matmul to a library (the whole task: no hybrid is worth making); the
-    templates capture, one configuration and no autotuning (nothing to time it on the CPU), gives the Triton
-    matmul template, which Triton's interpreter runs."""
+    default capture with the project's matmul kernel in its place comes first (handed over while the templates
+    compile), then the templates capture, one configuration and no autotuning (nothing to time it on the CPU),
+    gives Inductor's Triton matmul template. Both are Triton that the interpreter runs."""
     request = GenerationRequest(Task.from_file(TASKS / "matmul.py"), 4, "cpu")
     made, not_made = collect(InductorBackend(cache=tmp_path), request)
-    assert [(g.label, g.policy) for g in made] == [("Inductor max-autotune Triton templates", "strict")]
-    assert "@triton.jit" in made[0].source and "extern_kernels" not in made[0].source
-    assert "tl.dot(" in made[0].source
+    assert [(g.label, g.policy) for g in made] == [
+        (inductor._describe_own(None, inductor.OWN_MATMUL_TILES[0]), "strict"),
+        ("Inductor max-autotune Triton templates", "strict"),
+    ]
+    assert all("@triton.jit" in g.source and "extern_kernels" not in g.source for g in made)
+    assert all("tl.dot(" in g.source for g in made)
     [refused] = not_made
     assert re.search(r"extern_kernels\.mm.*library call rather than a Triton kernel", refused), refused
 
@@ -401,6 +406,22 @@ def test_on_the_cpu_library_convolutions_become_the_project_s_kernel_that_verifi
 
 
 @pytest.mark.slow
+def test_on_the_cpu_a_library_matmul_becomes_the_project_s_kernel_that_verifies(pool, tmp_path):
+    """A linear layer whose K (2400) is split in two unequal parts over a 40 x 24 output, its bias added by the
+    kernel that sums the splits: Inductor's default compile hands it to the library (`addmm`), and the variant
+    with the project's matmul kernel in its place is all Triton and correct in Triton's interpreter."""
+    task = TASKS / "linear_long_k.py"
+    made, _ = collect(InductorBackend(cache=tmp_path / "cache"), GenerationRequest(Task.from_file(task), 4, "cpu"))
+    [own] = [g for g in made if g.label.startswith(inductor.OWN_MATMUL)]
+    assert own.policy == "strict" and "extern_kernels" not in own.source and "torch.addmm" not in own.source
+    assert "matmul_splits_kernel_" in own.source
+    candidate = tmp_path / "own.py"
+    candidate.write_text(own.source)
+    report = pool.verify(*pair(task, candidate), trials=2)
+    assert report.verdict == "correct" and report.reward == 1.0, report.summary()
+
+
+@pytest.mark.slow
 def test_an_irregular_matmul_gets_tf32x3_tiles_whose_block_k_does_not_divide_k_and_they_verify(pool, tmp_path):
     """K = 147: Inductor's template masks its K loop's loads against K, so the tf32x3 tiles (BLOCK_K 32) apply,
     where before only the template as captured did; each is correct in Triton's interpreter."""
@@ -523,6 +544,23 @@ def test_the_deadline_bounds_inductors_compile(tmp_path):
             InductorBackend(cache=tmp_path / "cache"),
             GenerationRequest(Task.from_file(task), 4, "cpu", deadline=started),
         )[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_on_a_gpu_a_large_k_matmul_gets_the_project_s_split_k_kernel_and_an_all_triton_result(tmp_path):
+    """Inductor's templates compile hands this matmul back to cuBLAS, so before the project's own kernel its only
+    candidate was a hybrid (KernelBench L1 6, 2026-11-28). Both tf32x3 tiles of that kernel split K and verify,
+    and the chosen candidate is all Triton."""
+    task = FIXTURES / "gpu" / "matmul_large_k.py"
+    request = ConvertRequest(task=task.read_text(), task_name="matmul_large_k", samples=4, rounds=1, trials=2)
+    with VerifierPool(size=2, device="cuda") as gpu:
+        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
+    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    own = [a for a in outcome.attempts if a.label.startswith(inductor.OWN_MATMUL) and "tf32x3" in a.label]
+    assert len(own) == 2 and all(a.report.verdict == "correct" and a.policy == "strict" for a in own), verdicts
+    assert all("matmul_splits_kernel_" in a.source for a in own)
+    assert outcome.best is not None and outcome.best.policy == "strict", verdicts
 
 
 @pytest.mark.gpu
@@ -658,23 +696,27 @@ def test_on_a_gpu_the_tuned_kernels_are_a_second_candidate_and_the_faster_is_cho
         "a pool rewritten",
     ],
 )
-@pytest.mark.parametrize("convolution", [False, True], ids=["no library convolution", "a library convolution"])
+@pytest.mark.parametrize("library", [None, "conv", "matmul"], ids=["another library op", "a library convolution",
+                                                                  "a library matmul"])  # fmt: skip
 def test_the_default_capture_s_early_candidates_are_never_ranked_below_the_place_that_lets_them_go_early(
-    monkeypatch, templates, convolution
+    monkeypatch, templates, library
 ):
-    """The default capture's hybrid and first own-convolution candidate are handed over before the templates
-    compile ends only because `_plan` never ranks them below HYBRID_RANK, whatever that compile brings. The
-    predicates that read Inductor's wrapper code are replaced by flags here: this checks the plan's order, not
-    the reading of real code."""
+    """The default capture's hybrid and first own-kernel candidate are handed over before the templates compile
+    ends only because `_plan` never ranks them below HYBRID_RANK, whatever that compile brings. The predicates
+    that read Inductor's wrapper code are replaced by flags here: this checks the plan's order, not the reading
+    of real code."""
     monkeypatch.setattr(inductor, "uses_library", lambda capture: capture.get("library", True))
     monkeypatch.setattr(inductor, "uses_library_convolution", lambda capture: capture.get("conv", False))
+    monkeypatch.setattr(inductor, "uses_library_matmul", lambda capture: capture.get("matmul", False))
     monkeypatch.setattr(inductor, "matmul_tile", lambda capture: capture.get("tile"))
     monkeypatch.setattr(inductor, "uses_dot", lambda capture: capture.get("dot", True))
-    default = {"library": True, "conv": convolution, "device": "cuda"}
+    default = {"library": True, "conv": library == "conv", "matmul": library == "matmul", "device": "cuda"}
     plan = inductor._plan({"default": default, "templates": templates})
     labels = [p.variant.label for p in plan]
     early = [p.variant.label for p in inductor._plan({"default": default})[: inductor.HYBRID_RANK - 1]]
-    assert inductor.HYBRID in early and (inductor.OWN_CONV in early[0]) == convolution
+    assert inductor.HYBRID in early
+    assert (inductor.OWN_CONV in early[0]) == (library == "conv")
+    assert (inductor.OWN_MATMUL in early[0]) == (library == "matmul")
     assert all(labels.index(label) < inductor.HYBRID_RANK for label in early), labels
     assert all(p.fallback in labels for p in plan if p.fallback), "a fallback the repair round cannot find"
 
@@ -697,12 +739,13 @@ def test_on_a_gpu_the_hybrid_is_verified_while_the_templates_compile(tmp_path):
     with VerifierPool(size=2, device="cuda") as gpu:
         request = ConvertRequest(task=task.read_text(), task_name=task.stem, samples=4, rounds=1, policy="hybrid")
         outcome = convert(request, SlowTemplates(cache=tmp_path), gpu, events.append)
-    notes = [e["text"] for e in events if e["event"] == "note"]
-    assert "still generating" in notes[0] and "1. Inductor's default: library call + fused Triton [hybrid]" in notes[0]
-    assert "3 more candidates (4 in all)" in notes[1] or "3 more candidates in" in notes[1], notes
-    first = outcome.attempts[0]
-    assert first.policy == "hybrid" and first.report.verdict == "correct", first.report.message
-    assert first.report.timing is not None and outcome.best is not None
+    notes = [e["text"] for e in without_heartbeats(events) if e["event"] == "note"]
+    own = inductor._describe_own(None, inductor.OWN_MATMUL_TILES[0])
+    assert "still generating" in notes[0] and f"1. {own}; 2. {inductor.HYBRID} [hybrid]" in notes[0], notes[0]
+    assert "2 more candidates in" in notes[1], notes
+    hybrid = outcome.attempts[1]
+    assert hybrid.policy == "hybrid" and hybrid.report.verdict == "correct", hybrid.report.message
+    assert hybrid.report.timing is not None and outcome.best is not None
 
 
 def _returned(generator):

@@ -15,7 +15,7 @@ from collections.abc import Collection
 import pytest
 
 from model_server.backends import inductor
-from model_server.backends.inductor import IEEE_TILE, TEMPLATES_TF32X3, TUNED, _plan
+from model_server.backends.inductor import IEEE_TILE, OWN_MATMUL, OWN_MATMUL_TILES, TEMPLATES_TF32X3, TUNED, _plan
 from model_server.inductor.rewrite import GRIDS, Kernel, RewriteError, Variant, _GridSizes, rewrite, uses_library
 from tests.model_server.inductor_fixtures import (
     FIXTURES,
@@ -24,8 +24,10 @@ from tests.model_server.inductor_fixtures import (
     fixtures,
     load,
     own_conv_fixtures,
+    own_matmul_fixtures,
     rewritten,
 )
+from tests.model_server.inductor_fixtures import OWN_MATMUL as OWN_MATMUL_VARIANT
 from verifier.audit.anti_hacking import check_candidate
 from verifier.audit.engine import audit_source
 from verifier.rules import HYBRID_ALLOWS, RULES
@@ -74,6 +76,16 @@ def test_the_own_convolution_rewrite_of_a_capture_matches_its_expected_output(pa
     assert text == expected.read_text()
     if not refused:
         assert "extern_kernels" not in text and "torch.convolution" not in text
+
+
+@pytest.mark.parametrize("path", own_matmul_fixtures(), ids=lambda path: path.stem)
+def test_the_own_matmul_rewrite_of_a_capture_matches_its_expected_output(path):
+    """Each default capture that hands a matmul to the library, with the project's kernel in its place."""
+    text, refused = rewritten(path, OWN_MATMUL_VARIANT)
+    expected = expected_path(path, refused, "own-matmul")
+    assert expected.exists(), f"the rewrite {'refused' if refused else 'accepted'} {path.name}, which it did not before"
+    assert text == expected.read_text()
+    assert not refused and "extern_kernels" not in text and "torch.mm" not in text and "torch.bmm" not in text
 
 
 def test_the_own_convolution_replaces_only_forward_convolutions_thick_enough_for_its_tiles():
@@ -157,20 +169,27 @@ def _cuda_matmul() -> dict[str, dict]:
 
 def test_a_gpu_matmul_gets_distinct_labelled_variants_with_fallbacks():
     """The templates are captured with one configuration (not autotuned): the variants set the tiles, and the
-    template as Inductor made it comes last, as the IEEE variant's own fallback."""
+    template as Inductor made it comes last, as the IEEE variant's own fallback. The default capture with the
+    project's matmul kernel in place of cuBLAS's ranks second, before the hybrid, and falls back to its IEEE
+    variant."""
     plan = _plan(_cuda_matmul())
     labels = [p.variant.label for p in plan]
-    assert len(set(labels)) == len(labels) == 6
-    assert labels[:2] == [
+    assert len(set(labels)) == len(labels) == 9
+    own = f"{OWN_MATMUL}, tf32x3, BLOCK 128x128x32, 8 warps, 3 stages"
+    own_ieee = f"{OWN_MATMUL}, IEEE fp32, BLOCK 64x128x32, 4 warps, 4 stages"
+    assert labels[:4] == [
         "Inductor max-autotune template, tf32x3, BLOCK 128x128x32, 8 warps, 3 stages",
+        own,
+        "Inductor's default: library call + fused Triton",
         "Inductor max-autotune template, tf32x3, BLOCK 128x64x32, 4 warps, 4 stages",
     ]
-    assert labels[2] == "Inductor's default: library call + fused Triton" and plan[2].variant.hybrid
+    assert plan[2].variant.hybrid and plan[1].mode == "default" and plan[1].variant.matmul == OWN_MATMUL_TILES[0]
     ieee = "Inductor max-autotune template, IEEE fp32, BLOCK 64x128x32, 4 warps, 4 stages"
     as_captured = "Inductor max-autotune template, IEEE fp32, BLOCK 64x128x32, 8 warps, 4 stages"
-    assert labels[3] == ieee and labels[5] == as_captured
+    assert labels[4] == ieee and labels[7] == as_captured and labels[8] == own_ieee
     assert all(p.fallback == ieee for p in plan if p.variant.precision == "tf32x3")
-    assert plan[3].fallback == as_captured and plan[3].variant.tile == IEEE_TILE
+    assert all(p.fallback == own_ieee for p in plan if p.variant.matmul and p.variant.matmul["precision"] == "tf32x3")
+    assert plan[4].fallback == as_captured and plan[4].variant.tile == IEEE_TILE
 
 
 def test_a_gpu_convolution_template_gets_a_tf32x3_variant_that_falls_back_to_ieee():
@@ -196,7 +215,12 @@ def test_a_templates_capture_the_rewrite_cannot_read_is_one_refused_variant_not_
     wrapper = templates["wrapper"].replace("'grid_type': 'FixedGrid'", "'grid_type': 'SequentialComboKernelGrid'")
     captures["templates"] = {**templates, "wrapper": wrapper}
     plan = _plan(captures)
-    assert [(p.mode, p.variant.hybrid) for p in plan] == [("templates", False), ("default", True)]
+    modes = [(p.mode, p.variant.hybrid, p.variant.matmul is not None) for p in plan]
+    assert (
+        modes
+        == [("templates", False, False), ("default", False, True), ("default", True, False)]
+        + [("default", False, True)] * 2
+    )
     with pytest.raises(RewriteError, match="SequentialComboKernelGrid launch grid, which is not supported"):
         rewrite(captures["templates"], "", "task", plan[0].variant)
 
@@ -205,7 +229,7 @@ def test_the_ieee_variant_is_the_captured_template_itself_when_it_has_the_ieee_t
     captures = _cuda_matmul()
     monkeypatch.setattr(inductor, "IEEE_TILE", {**IEEE_TILE, "num_warps": 8})  # the fixture template's tile
     plan = _plan(captures)
-    ieee = [p for p in plan if p.variant.precision is None and not p.variant.hybrid]
+    ieee = [p for p in plan if p.mode == "templates" and p.variant.precision is None]
     assert [(p.variant.label, p.variant.tile, p.fallback) for p in ieee] == [
         ("Inductor max-autotune template, IEEE fp32, BLOCK 64x128x32, 8 warps, 4 stages", None, None)
     ]

@@ -1,0 +1,211 @@
+"""The project's own Triton matmul, rendered for one library matmul's shapes and layouts.
+
+Inductor's default compile hands `mm`, `addmm` and `bmm` to cuBLAS. The rewrite swaps such a call for a launch of
+the kernel rendered here, so the candidate is all Triton with the rest of Inductor's kernels as they are. Every
+size and stride is a constant of the kernel, and rows and columns past a tile's end wrap around, so only the
+stores and a K tail are masked: any M, N and K verify, not only multiples of the tile. Where the output has too
+few tiles to fill the GPU (a large K over a small M x N), K is split: each split writes its partial product to a
+workspace and a second kernel adds the splits in a fixed order, so the result is deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from model_server.inductor.conv_gemm import constant_lines
+from model_server.inductor.launcher import extent
+
+# Two waves of an H100's or H200's 132 SMs: a split K aims for about this many programs.
+TARGET_PROGRAMS = 264
+MIN_SPLIT_CHUNK = 1024  # fewer K elements per split would cost more in partial sums than the split gains
+MAX_WORKSPACE_BYTES = 256 * 2**20
+REDUCE_BLOCK = 1024
+
+
+class MatmulShapeError(ValueError):
+    """The matmul is not one the template takes; the message says why."""
+
+
+@dataclass(frozen=True)
+class MatmulSpec:
+    """out[b] = alpha * a[b] @ b[b] + beta * bias[b], sizes and strides (in elements, batch first) of each operand.
+
+    A 2-D matmul has batch 1 and batch strides 0; `bias_stride` is None without a bias (a broadcast bias has
+    stride 0 along the dims it repeats)."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+    a_stride: tuple[int, int, int]
+    b_stride: tuple[int, int, int]
+    out_stride: tuple[int, int, int]
+    bias_stride: tuple[int, int, int] | None = None
+    alpha: float = 1.0
+    beta: float = 1.0
+
+    def check(self) -> None:
+        if min(self.batch, self.m, self.n, self.k) < 1:
+            raise MatmulShapeError(f"an empty matmul ({self.batch} x {self.m} x {self.n} x {self.k})")
+
+    @property
+    def largest(self) -> int:
+        """One past the largest element offset any operand reaches."""
+        sizes = {
+            "a": ((self.batch, self.m, self.k), self.a_stride),
+            "b": ((self.batch, self.k, self.n), self.b_stride),
+            "out": ((self.batch, self.m, self.n), self.out_stride),
+        }
+        return max(extent(size, stride) for size, stride in sizes.values())
+
+
+def split_of(spec: MatmulSpec, tile: dict) -> int:
+    """How many parts K is split into: a power of two that brings the programs near TARGET_PROGRAMS, each part at
+    least MIN_SPLIT_CHUNK long, the workspace within MAX_WORKSPACE_BYTES; 1 where the output's tiles suffice."""
+    programs = _tiles(spec, tile) * spec.batch
+    split = 1
+    while (
+        programs * split * 2 <= TARGET_PROGRAMS
+        and spec.k // (split * 2) >= MIN_SPLIT_CHUNK
+        and split * 2 * spec.batch * spec.m * spec.n * 4 <= MAX_WORKSPACE_BYTES
+    ):
+        split *= 2
+    return split
+
+
+def grid(spec: MatmulSpec, tile: dict, split: int) -> tuple[int, int, int]:
+    """The launch grid of the product: output tiles, K splits, batch."""
+    return (_tiles(spec, tile), split, spec.batch)
+
+
+def kernel_source(name: str, spec: MatmulSpec, tile: dict, precision: str, split: int) -> str:
+    """The `@triton.jit` kernel `name(a_ptr, b_ptr[, bias_ptr], out_ptr)` computing `spec` in fp32, its dots at
+    `precision` ("ieee" or "tf32x3"); with `split` > 1, `name(a_ptr, b_ptr, work_ptr)` writing each split's
+    partial product to a contiguous (split, batch, M, N) workspace, which `reduce_source`'s kernel completes."""
+    spec.check()
+    chunk = -(-spec.k // (split * tile["BLOCK_K"])) * tile["BLOCK_K"]
+    constants = {
+        "M": spec.m,
+        "N": spec.n,
+        "K": spec.k,
+        "BATCH": spec.batch,
+        "TILES_M": -(-spec.m // tile["BLOCK_M"]),
+        "TILES_N": -(-spec.n // tile["BLOCK_N"]),
+        "K_CHUNK": chunk,
+        "K_STEPS": chunk // tile["BLOCK_K"],
+    }
+    constants |= {f"SA_{a}": v for a, v in zip("BMK", spec.a_stride)}
+    constants |= {f"SB_{a}": v for a, v in zip("BKN", spec.b_stride)}
+    constants |= {key: tile[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")}
+    largest = max(spec.largest, split * spec.batch * spec.m * spec.n)
+    k_masked = split * chunk != spec.k
+    if split > 1:
+        parameters, tail = "a_ptr, b_ptr, work_ptr", _TAIL_PARTIAL
+    else:
+        constants |= _epilogue_constants(spec)
+        parameters = "a_ptr, b_ptr, bias_ptr, out_ptr" if spec.bias_stride else "a_ptr, b_ptr, out_ptr"
+        tail = _epilogue(spec, "acc", "rows_out[:, None]", "columns_out[None, :]", "batch") + _TAIL_STORE
+    source = _HEAD.format(name=name, parameters=parameters, constants=constant_lines(constants, largest))
+    source += _LOOP.format(
+        precision=precision,
+        a_mask=", mask=ks[None, :] < K, other=0.0" if k_masked else "",
+        b_mask=", mask=ks[:, None] < K, other=0.0" if k_masked else "",
+        next_k="        ks += BLOCK_K\n" if k_masked else "",
+    )
+    return source + tail
+
+
+def reduce_source(name: str, spec: MatmulSpec, split: int) -> str:
+    """The `@triton.jit` kernel `name(work_ptr[, bias_ptr], out_ptr)` adding the splits of the workspace in order,
+    with `spec`'s alpha and bias, into the output."""
+    constants = {"M": spec.m, "N": spec.n, "TOTAL": spec.batch * spec.m * spec.n, "SPLIT": split}
+    constants |= _epilogue_constants(spec) | {"BLOCK": REDUCE_BLOCK}
+    largest = max(spec.largest, split * spec.batch * spec.m * spec.n)
+    parameters = "work_ptr, bias_ptr, out_ptr" if spec.bias_stride else "work_ptr, out_ptr"
+    source = _REDUCE.format(name=name, parameters=parameters, constants=constant_lines(constants, largest))
+    return source + _epilogue(spec, "acc", "m", "n", "b") + _REDUCE_STORE
+
+
+def reduce_grid(spec: MatmulSpec) -> int:
+    return -(-(spec.batch * spec.m * spec.n) // REDUCE_BLOCK)
+
+
+def _tiles(spec: MatmulSpec, tile: dict) -> int:
+    return math.ceil(spec.m / tile["BLOCK_M"]) * math.ceil(spec.n / tile["BLOCK_N"])
+
+
+def _epilogue_constants(spec: MatmulSpec) -> dict[str, int]:
+    constants = {f"SO_{a}": v for a, v in zip("BMN", spec.out_stride)}
+    if spec.bias_stride:
+        constants |= {f"SC_{a}": v for a, v in zip("BMN", spec.bias_stride)}
+    return constants
+
+
+def _epilogue(spec: MatmulSpec, acc: str, rows: str, columns: str, batch: str) -> str:
+    """Lines applying alpha and the bias to `acc` (the scalars are Python literals, exact in the source)."""
+    lines = []
+    if spec.alpha != 1.0:
+        lines.append(f"    {acc} = {acc} * {spec.alpha!r}")
+    if spec.bias_stride:
+        bias = f"tl.load(bias_ptr + {batch} * SC_B + {rows} * SC_M + {columns} * SC_N, mask=mask, other=0.0)"
+        lines.append(f"    {acc} += {bias}" if spec.beta == 1.0 else f"    {acc} += {spec.beta!r} * {bias}")
+    return "".join(line + "\n" for line in lines)
+
+
+_HEAD = '''@triton.jit
+def {name}({parameters}):
+    """One output tile of the matmul over one split of K: tiles run GROUP_M rows of tiles at a time, so the
+    programs running together share their operands' blocks in the cache."""
+{constants}
+    tile = tl.program_id(0)
+    split = tl.program_id(1)
+    batch = tl.program_id(2).to(INDEX)
+    group_size = GROUP_M * TILES_N
+    first_m = tile // group_size * GROUP_M
+    group_rows = tl.minimum(TILES_M - first_m, GROUP_M)
+    tile_m = first_m + tile % group_size % group_rows
+    tile_n = tile % group_size // group_rows
+    rows_out = tile_m.to(INDEX) * BLOCK_M + tl.arange(0, BLOCK_M)
+    columns_out = tile_n.to(INDEX) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = rows_out % M
+    columns = columns_out % N
+    ks = split.to(INDEX) * K_CHUNK + tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + batch * SA_B + rows[:, None] * SA_M + ks[None, :] * SA_K
+    b_ptrs = b_ptr + batch * SB_B + ks[:, None] * SB_K + columns[None, :] * SB_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+'''
+
+_LOOP = """    for _ in range(K_STEPS):
+        a = tl.load(a_ptrs{a_mask})
+        b = tl.load(b_ptrs{b_mask})
+        acc = tl.dot(a, b, acc, input_precision="{precision}")
+        a_ptrs += BLOCK_K * SA_K
+        b_ptrs += BLOCK_K * SB_K
+{next_k}    mask = (rows_out < M)[:, None] & (columns_out < N)[None, :]
+"""
+
+_TAIL_STORE = """    out_offsets = batch * SO_B + rows_out[:, None] * SO_M + columns_out[None, :] * SO_N
+    tl.store(out_ptr + out_offsets, acc, mask=mask)
+"""
+
+_TAIL_PARTIAL = """    work_offsets = ((split * BATCH + batch) * M + rows_out[:, None]) * N + columns_out[None, :]
+    tl.store(work_ptr + work_offsets, acc, mask=mask)
+"""
+
+_REDUCE = '''@triton.jit
+def {name}({parameters}):
+    """Add the matmul's K splits in order, then its epilogue."""
+{constants}
+    offsets = tl.program_id(0).to(INDEX) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < TOTAL
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for part in range(SPLIT):
+        acc += tl.load(work_ptr + part * TOTAL + offsets, mask=mask, other=0.0)
+    n = offsets % N
+    m = offsets // N % M
+    b = offsets // (M * N)
+'''
+
+_REDUCE_STORE = """    tl.store(out_ptr + b * SO_B + m * SO_M + n * SO_N, acc, mask=mask)
+"""
