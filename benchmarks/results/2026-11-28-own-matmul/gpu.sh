@@ -26,3 +26,12 @@ if [ "$1" = retest ]; then
     tests/model_server/test_inductor_backend.py -k hybrid_is_verified_while > $OUT/tests-retest.log 2>&1
   tail -n 4 $OUT/tests-retest.log
 fi
+# sweep: the kernel alone against cuBLAS at each tile (benchmarks/matmul_gemm.py), KernelBench L1 6's shape at
+# several splits on GPU 0, the other shapes on GPU 1
+if [ "$1" = sweep ]; then
+  CUDA_VISIBLE_DEVICES=0 timeout 580 python3 benchmarks/matmul_gemm.py --only kb-l1-6-large-k --splits 8 16 32 64 128 \
+    --json $OUT/sweep-large-k.json > $OUT/sweep-large-k.txt 2>&1 &
+  CUDA_VISIBLE_DEVICES=1 timeout 580 python3 benchmarks/matmul_gemm.py --only kb-l1-17-shape kb-l1-7-small-k square-4096 \
+    irregular --json $OUT/sweep-others.json > $OUT/sweep-others.txt 2>&1 &
+  wait; cat $OUT/sweep-large-k.txt $OUT/sweep-others.txt
+fi
