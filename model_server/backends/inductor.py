@@ -54,9 +54,15 @@ OWN_CONV_TILES = (
     {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3, "precision": "tf32x3"},
 )
 OWN_CONV_IEEE = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4, "num_stages": 3, "precision": "ieee"}
-# The project's matmul (`model_server/inductor/matmul_gemm.py`) in place of cuBLAS's, at the tiles that won for
-# Inductor's templates on Hopper, K split where the output has too few tiles to fill the GPU.
-OWN_MATMUL_TILES = tuple({**tile, "precision": "tf32x3"} for tile in TF32X3_TILES[:2])
+# The project's matmul (`model_server/inductor/matmul_gemm.py`) in place of cuBLAS's, K split where the output has
+# too few tiles to fill the GPU. Alone against cuBLAS's fp32 (H200, 2026-11-28, `benchmarks/matmul_gemm.py`): at
+# 128x64x32 with 4 warps 1.04-1.13x on KernelBench's large-K, small-K and 4096-square shapes, where 128x128x32 with
+# 8 warps ran at 0.65-0.80x; 128x64x64 won on the small K (1.23x) only.
+OWN_MATMUL_TILES = tuple(
+    {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": block_k, "GROUP_M": 8, "num_warps": 4, "num_stages": stages}
+    | {"precision": "tf32x3"}
+    for block_k, stages in ((32, 4), (64, 3))
+)
 OWN_MATMUL_IEEE = {**IEEE_TILE, "precision": "ieee"}
 TEMPLATES_TF32X3 = "Inductor max-autotune Triton templates, tf32x3"
 HYBRID = "Inductor's default: library call + fused Triton"

@@ -175,7 +175,7 @@ def test_a_gpu_matmul_gets_distinct_labelled_variants_with_fallbacks():
     plan = _plan(_cuda_matmul())
     labels = [p.variant.label for p in plan]
     assert len(set(labels)) == len(labels) == 9
-    own = f"{OWN_MATMUL}, tf32x3, BLOCK 128x128x32, 8 warps, 3 stages"
+    own = f"{OWN_MATMUL}, tf32x3, BLOCK 128x64x32, 4 warps, 4 stages"
     own_ieee = f"{OWN_MATMUL}, IEEE fp32, BLOCK 64x128x32, 4 warps, 4 stages"
     assert labels[:4] == [
         "Inductor max-autotune template, tf32x3, BLOCK 128x128x32, 8 warps, 3 stages",

@@ -14,15 +14,15 @@ S=.kb/sample
 MATMULS=$(ls $S/l1_6_* $S/l1_7_* $S/l1_10_* $S/l1_14_* $S/l1_15_* $S/l1_17_* $S/l2_29_* $S/l2_30_* $S/l2_40_* \
   $S/l2_51_* $S/l2_84_* $S/l2_95_* $S/l2_98_*)
 case $1 in
-  run) CUDA_VISIBLE_DEVICES=0 TRITONIZE_CACHE=/tmp/cache-t0 timeout 580 python3 -m pytest -q -m gpu -p no:cacheprovider \
+  run) CUDA_VISIBLE_DEVICES=0 TRITONIZE_CACHE=/tmp/cache-t0 timeout 520 python3 -m pytest -q -m gpu -p no:cacheprovider \
          tests/model_server/test_inductor_backend.py > $OUT/tests-backend.log 2>&1 &
-       CUDA_VISIBLE_DEVICES=1 TRITONIZE_CACHE=/tmp/cache-m timeout 580 python3 benchmarks/convert_inductor.py \
+       CUDA_VISIBLE_DEVICES=1 TRITONIZE_CACHE=/tmp/cache-m timeout 520 python3 benchmarks/convert_inductor.py \
          --device cuda --workers 4 $MATMULS --json $OUT/matmuls.json > $OUT/matmuls.txt 2>&1 &
        wait; tail -n 8 $OUT/tests-backend.log; tail -n 20 $OUT/matmuls.txt ;;
 esac
 # retest: the one GPU test whose expected progress note changed with the own matmul ranked first, after `run`
 if [ "$1" = retest ]; then
-  CUDA_VISIBLE_DEVICES=0 TRITONIZE_CACHE=/tmp/cache-r timeout 580 python3 -m pytest -q -m gpu -p no:cacheprovider \
+  CUDA_VISIBLE_DEVICES=0 TRITONIZE_CACHE=/tmp/cache-r timeout 520 python3 -m pytest -q -m gpu -p no:cacheprovider \
     tests/model_server/test_inductor_backend.py -k hybrid_is_verified_while > $OUT/tests-retest.log 2>&1
   tail -n 4 $OUT/tests-retest.log
 fi
