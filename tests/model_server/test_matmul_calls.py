@@ -32,8 +32,8 @@ def test_a_large_k_matmul_is_split_into_a_workspace_and_added_into_inductor_s_bu
     assert [k.grid_args for k in kernels] == [3, 1]
     assert [ast.unparse(s) for s in statements] == [
         OUT,
-        "buf0_splits = empty_strided_cuda((64, 1, 256, 256), (65536, 65536, 256, 1), torch.float32)",
-        "matmul_gemm_kernel_3.run(arg0_1, arg1_1, buf0_splits, 4, 64, 1)",
+        "buf0_splits = empty_strided_cuda((32, 1, 256, 256), (65536, 65536, 256, 1), torch.float32)",
+        "matmul_gemm_kernel_3.run(arg0_1, arg1_1, buf0_splits, 8, 32, 1)",
         "matmul_splits_kernel_4.run(buf0_splits, buf0, 64)",
         "del buf0_splits",
         "buf1 = buf0",
