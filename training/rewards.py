@@ -13,7 +13,8 @@ Four terms, each a reward function trl calls with the batch (`prompts`, `complet
 - `runs`: 1 where the module compiled and its `forward` ran to the end, so that the verifier compared its output
   (verdict `correct` or `incorrect`), else 0. Without it a near-deterministic policy whose group members differ
   only in a number (a wrong element count against the right one) is pushed off every wrong number, and learns to
-  leave the argument out: a crash scores what a wrong answer scores (docs/TRAINING.md, the collapsed run).
+  leave the argument out: a crash scores what a wrong answer scores (benchmarks/results/training-notes.md, the
+  collapsed run).
 
 Each completion is verified once (the terms share its report) in the verifier's sandbox, `concurrency` at a time on
 the pool's device; a completion that crashes, hangs or hacks costs only its own reward. Verdict counts go to the

@@ -1,9 +1,10 @@
 """GRPO's replies from a bf16 copy of the policy that decodes with a static KV cache, compiled on a GPU.
 
 trl's own path runs `generate` on the training weights (fp32 in a full fine-tune) with compile disabled: one eager
-forward per token, launch-bound (38-98 ms a token for a 30-layer 135M model on an H200, docs/TRAINING.md). Here
-the replies come from a copy of the policy in bf16 sampled through `model_server.backends.static_generation`. The
-copy's weights are refreshed from the policy before every generation, in place, so the captured graphs stay valid.
+forward per token, launch-bound (38-98 ms a token for a 30-layer 135M model on an H200,
+benchmarks/results/training-notes.md). Here the replies come from a copy of the policy in bf16 sampled through
+`model_server.backends.static_generation`. The copy's weights are refreshed from the policy before every
+generation, in place, so the captured graphs stay valid.
 """
 
 from __future__ import annotations

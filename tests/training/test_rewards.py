@@ -92,8 +92,9 @@ def test_a_kernelllm_completion_is_the_code_block_its_prompt_opened(pool):
 
 
 def test_a_wrong_count_earns_the_runs_term_and_a_launch_without_it_does_not(pool):
-    """The two replies of the collapsed GRPO run (docs/TRAINING.md): a kernel told the wrong element count runs and
-    computes wrong values; one whose launch leaves the count out fails. Only the first ran to the end."""
+    """The two replies of the collapsed GRPO run (benchmarks/results/training-notes.md): a kernel told the wrong
+    element count runs and computes wrong values; one whose launch leaves the count out fails. Only the first ran
+    to the end."""
     wrong_count = GOOD.replace("n = x.numel()", "n = x.numel() // 2")
     no_count = GOOD.replace("(x, y, out, n, BLOCK=256)", "(x, y, out, BLOCK=256)")
     assert GOOD not in (wrong_count, no_count)
