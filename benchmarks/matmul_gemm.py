@@ -1,7 +1,8 @@
 """The project's matmul kernel against cuBLAS in fp32, at the sizes of KernelBench's matmuls.
 
 For each matmul it times cuBLAS with TF32 off (what the verifier's baselines run) and the kernel of
-`model_server/inductor/matmul_gemm.py` at each tile and precision, with K split as the rewrite would split it and,
+`model_server/inductor/matmul_gemm.py` at each tile and precision (operands whose rows start off 16-byte boundaries
+copied into padded rows first, as the rewrite does; the copy is timed), with K split as the rewrite would split it and,
 with `--splits`, at other splits too; checks each output's first rows against float64, relative to the products'
 magnitude; and prints a table: milliseconds, the ratio to cuBLAS, TFLOP/s, the error. Needs a GPU.
 
@@ -15,6 +16,7 @@ import importlib.util
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -23,8 +25,12 @@ import triton.testing
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from model_server.inductor.matmul_gemm import (
     MatmulSpec,
+    aligned,
+    copy_grid,
+    copy_source,
     grid,
     kernel_source,
+    padded_stride,
     reduce_grid,
     reduce_source,
     split_of,
@@ -100,26 +106,37 @@ def measure(name: str, shape: tuple[int, int, int], splits: list[int], folder: P
 
 
 def _runner(spec: MatmulSpec, tile: dict, precision: str, split: int, a, b, folder: Path):
-    """A function that computes the product with the rendered kernels and returns it."""
+    """A function that computes the product with the rendered kernels, as the rewrite launches them (operands whose
+    rows start off 16-byte boundaries copied into padded rows first), and returns it."""
     options = {"num_warps": tile["num_warps"], "num_stages": tile["num_stages"]}
+    copies = []
+    operands = {"a": a, "b": b}
+    for key, x in list(operands.items()):
+        size, stride = (1, *x.shape), (0, *x.stride())
+        if aligned(size, stride):
+            continue
+        copy = _load(copy_source(f"copy_{key}", size, stride), f"copy_{key}", folder)
+        padded = torch.empty_strided(size, padded_stride(size), device="cuda")
+        copies.append((copy, copy_grid(size), x, padded))
+        spec = replace(spec, **{f"{key}_stride": padded_stride(size)})
+        operands[key] = padded
+    a, b = operands["a"], operands["b"]
     main = _load(kernel_source("mm_kernel", spec, tile, precision, split), "mm_kernel", folder)
+    add = _load(reduce_source("add_kernel", spec, split), "add_kernel", folder) if split > 1 else None
     out = torch.empty(spec.m, spec.n, device="cuda")
-    if split == 1:
+    work = torch.empty(split, spec.m, spec.n, device="cuda") if split > 1 else None
 
-        def run():
+    def run():
+        for copy, copy_launch, source, padded in copies:
+            copy[copy_launch](source, padded)
+        if add is None:
             main[grid(spec, tile, split)](a, b, out, **options)
-            return out
-
-        return run
-    add = _load(reduce_source("add_kernel", spec, split), "add_kernel", folder)
-    work = torch.empty(split, spec.m, spec.n, device="cuda")
-
-    def run_split():
-        main[grid(spec, tile, split)](a, b, work, **options)
-        add[(reduce_grid(spec),)](work, out)
+        else:
+            main[grid(spec, tile, split)](a, b, work, **options)
+            add[(reduce_grid(spec),)](work, out)
         return out
 
-    return run_split
+    return run
 
 
 def _load(source: str, name: str, folder: Path):

@@ -2,12 +2,14 @@
 
 The launcher's statement `extern_kernels.mm(a, b, out=bufN)` becomes a launch of the kernel of `matmul_gemm.py`
 writing `bufN`, which Inductor allocated with the size and strides its later kernels read; where K is split, a
-workspace is allocated first and a second kernel adds the splits into `bufN`.
+workspace is allocated first and a second kernel adds the splits into `bufN`. An operand whose rows do not start on
+16-byte boundaries is first copied into padded rows by a Triton kernel.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from model_server.inductor.launcher import (
     FP32,
@@ -21,10 +23,15 @@ from model_server.inductor.launcher import (
     parse,
 )
 from model_server.inductor.matmul_gemm import (
+    ALIGNMENT,
     MatmulShapeError,
     MatmulSpec,
+    aligned,
+    copy_grid,
+    copy_source,
     grid,
     kernel_source,
+    padded_stride,
     reduce_grid,
     reduce_source,
     split_of,
@@ -81,18 +88,31 @@ def _replacement(
     tile = {key: matmul[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")}
     split = split_of(spec, tile)
     statements: list[ast.stmt] = []
+    kernels: list[OwnKernel] = []
     stem = arguments["out"].id if isinstance(arguments["out"], ast.Name) else f"matmul_{index}"
     texts = {key: named(arguments[key], f"{stem}_{key}_view", statements) for key in ("a", "b")}
+    for key, size in (("a", (spec.batch, spec.m, spec.k)), ("b", (spec.batch, spec.k, spec.n))):
+        stride = getattr(spec, f"{key}_stride")
+        if aligned(size, stride) and _offset_aligned(arguments[key]):
+            continue
+        copy, padded = f"matmul_align_kernel_{index + len(kernels)}", f"{stem}_{key}_aligned"
+        kernels.append(OwnKernel(copy, copy_source(copy, size, stride), 4, 1, 2))
+        statements += parse(
+            f"{padded} = empty_strided_cuda({size}, {padded_stride(size)}, {FP32})",
+            f"{copy}.run({texts[key]}, {padded}, {', '.join(map(str, copy_grid(size)))})",
+        )
+        spec = replace(spec, **{f"{key}_stride": padded_stride(size)})
+        texts[key] = padded
     target = named(arguments["out"], f"{stem}_out_view", statements)
     bias = [named(arguments["bias"], f"{stem}_bias_view", statements)] if spec.bias_stride else []
-    name = f"matmul_gemm_kernel_{index}"
+    name = f"matmul_gemm_kernel_{index + len(kernels)}"
     source = kernel_source(name, spec, tile, matmul["precision"], split)
-    kernels = [OwnKernel(name, source, matmul["num_warps"], matmul["num_stages"], 3)]
+    kernels.append(OwnKernel(name, source, matmul["num_warps"], matmul["num_stages"], 3))
     launch = ", ".join(map(str, grid(spec, tile, split)))
     if split == 1:
         statements += parse(f"{name}.run({texts['a']}, {texts['b']}, {', '.join([*bias, target])}, {launch})")
         return statements, kernels
-    work, reduce = f"{stem}_splits", f"matmul_splits_kernel_{index + 1}"
+    work, reduce = f"{stem}_splits", f"matmul_splits_kernel_{index + len(kernels)}"
     kernels.append(OwnKernel(reduce, reduce_source(reduce, spec, split), 4, 1, 1))
     size = (split, spec.batch, spec.m, spec.n)
     strides = (spec.batch * spec.m * spec.n, spec.m * spec.n, spec.n, 1)
@@ -103,6 +123,17 @@ def _replacement(
         f"del {work}",
     )
     return statements, kernels
+
+
+def _offset_aligned(node: ast.expr) -> bool:
+    """Whether the operand starts on a 16-byte boundary: a name (its own allocation), or a view whose element offset
+    is a constant multiple of ALIGNMENT."""
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, ast.Call) and ast.unparse(node.func) == "reinterpret_tensor" and len(node.args) == 4:
+        offset = node.args[3]
+        return isinstance(offset, ast.Constant) and isinstance(offset.value, int) and offset.value % ALIGNMENT == 0
+    return False
 
 
 def _arguments(call: ast.Call) -> dict[str, ast.expr]:

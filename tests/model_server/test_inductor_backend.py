@@ -406,15 +406,19 @@ def test_on_the_cpu_library_convolutions_become_the_project_s_kernel_that_verifi
 
 
 @pytest.mark.slow
-def test_on_the_cpu_a_library_matmul_becomes_the_project_s_kernel_that_verifies(pool, tmp_path):
+@pytest.mark.parametrize(
+    ("name", "kernel"), [("linear_long_k", "matmul_splits_kernel_"), ("matmul_irregular", "matmul_align_kernel_")]
+)
+def test_on_the_cpu_a_library_matmul_becomes_the_project_s_kernel_that_verifies(pool, tmp_path, name, kernel):
     """A linear layer whose K (2400) is split in two unequal parts over a 40 x 24 output, its bias added by the
-    kernel that sums the splits: Inductor's default compile hands it to the library (`addmm`), and the variant
-    with the project's matmul kernel in its place is all Triton and correct in Triton's interpreter."""
-    task = TASKS / "linear_long_k.py"
+    kernel that sums the splits (Inductor's default compile hands it to the library as `addmm`); and a 67 x 147 by
+    147 x 93 product, whose operands' rows are copied to 16-byte boundaries first. The variant with the project's
+    matmul kernel in place of the library call is all Triton and correct in Triton's interpreter."""
+    task = TASKS / f"{name}.py"
     made, _ = collect(InductorBackend(cache=tmp_path / "cache"), GenerationRequest(Task.from_file(task), 4, "cpu"))
     [own] = [g for g in made if g.label.startswith(inductor.OWN_MATMUL)]
     assert own.policy == "strict" and "extern_kernels" not in own.source and "torch.addmm" not in own.source
-    assert "matmul_splits_kernel_" in own.source
+    assert kernel in own.source
     candidate = tmp_path / "own.py"
     candidate.write_text(own.source)
     report = pool.verify(*pair(task, candidate), trials=2)

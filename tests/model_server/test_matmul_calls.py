@@ -65,6 +65,29 @@ def test_a_batched_matmul_launches_one_program_column_per_batch():
     assert "SA_B: tl.constexpr = 2048" in kernel.source
 
 
+def test_operands_whose_rows_start_off_16_byte_boundaries_are_copied_into_padded_rows_first():
+    examples = {
+        "arg0_1": ("(67, 147)", "(147, 1)", "torch.float32"),
+        "arg1_1": ("(147, 96)", "(96, 1)", "torch.float32"),
+        "arg2_1": ("(600,)", "(1,)", "torch.float32"),
+    }
+    launcher = _launcher(
+        "buf0 = empty_strided_cuda((67, 96), (96, 1), torch.float32)",
+        "extern_kernels.mm(arg0_1, reinterpret_tensor(arg2_1, (147, 96), (96, 1), 2), out=buf0)",
+    )
+    statements, kernels = replace_matmuls(launcher, examples, OWN_MATMUL_TILES[0], 0)
+    assert [k.name for k in kernels] == ["matmul_align_kernel_0", "matmul_align_kernel_1", "matmul_gemm_kernel_2"]
+    text = [ast.unparse(s) for s in statements]
+    assert text[2:] == [
+        "buf0_a_aligned = empty_strided_cuda((1, 67, 147), (9916, 148, 1), torch.float32)",
+        "matmul_align_kernel_0.run(arg0_1, buf0_a_aligned, 3, 2)",
+        "buf0_b_aligned = empty_strided_cuda((1, 147, 96), (14112, 96, 1), torch.float32)",
+        "matmul_align_kernel_1.run(buf0_b_view, buf0_b_aligned, 5, 1)",
+        "matmul_gemm_kernel_2.run(buf0_a_aligned, buf0_b_aligned, buf0, 2, 1, 1)",
+    ]
+    assert "SA_M: tl.constexpr = 148" in kernels[2].source and "SB_K: tl.constexpr = 96" in kernels[2].source
+
+
 @pytest.mark.parametrize(
     ("call", "reason"),
     [

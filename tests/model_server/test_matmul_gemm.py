@@ -16,8 +16,12 @@ from model_server.inductor.matmul_gemm import (
     MAX_WORKSPACE_BYTES,
     MatmulShapeError,
     MatmulSpec,
+    aligned,
+    copy_grid,
+    copy_source,
     grid,
     kernel_source,
+    padded_stride,
     reduce_grid,
     reduce_source,
     split_of,
@@ -35,6 +39,7 @@ CASES = {
     "addmm split: full bias, transposed A": (1, 40, 30, 300, 4, (40, 30), 1.0, 0.25, True),
     "one column (a matvec)": (1, 65, 1, 257, 2, None, 1.0, 1.0, False),
 }
+ALIGNED_CASE = "rows of 147 and 93 floats copied into aligned rows first"
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +58,31 @@ def test_the_kernel_computes_the_matmul(case, interpreted):
     """The largest error over PyTorch's float64 result, in units of 1e-5 absolute plus 1e-5 relative to the
     products' magnitude (|A| @ |B|), the scale fp32 summation errs at."""
     assert interpreted[case] <= 1.0
+
+
+def test_operands_whose_rows_start_off_16_byte_boundaries_are_copied_into_padded_rows_first(interpreted):
+    """A 67 x 147 by 147 x 93 product (KernelBench's irregular shapes, small): both operands are copied, then
+    multiplied from the copies."""
+    assert interpreted[ALIGNED_CASE] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("size", "stride", "expected"),
+    [
+        ((1, 4099, 3001), (0, 3001, 1), False),
+        ((1, 4096, 4096), (0, 4096, 1), True),
+        ((1, 3001, 4099), (0, 1, 3001), False),
+        ((1, 3000, 4099), (0, 1, 3000), True),
+        ((1, 1048576, 1), (0, 1, 1), True),
+        ((8, 64, 64), (4098, 64, 1), False),
+        ((1, 64, 64), (4098, 64, 1), True),
+        ((1, 64, 64), (0, 2, 128), False),
+    ],
+    ids=["rows of 3001", "square 4096", "transposed, columns of 3001", "transposed, columns of 3000",
+         "a column vector", "batch stride of 4098", "one matrix, any batch stride", "no contiguous dim"],
+)  # fmt: skip
+def test_an_operand_is_aligned_where_one_dim_is_contiguous_and_every_step_a_multiple_of_four(size, stride, expected):
+    assert aligned(size, stride) is expected
 
 
 def test_k_is_split_only_where_the_output_has_too_few_tiles_and_the_splits_stay_long():
@@ -84,7 +114,29 @@ def _spec(batch: int, m: int, n: int, k: int) -> MatmulSpec:
 
 def _run_cases(folder: Path) -> dict[str, float]:
     """What the tests above check, computed in this (interpreting) process."""
-    return {name: _matmul_error(name, case, folder) for name, case in CASES.items()}
+    results = {name: _matmul_error(name, case, folder) for name, case in CASES.items()}
+    results[ALIGNED_CASE] = _aligned_error(folder)
+    return results
+
+
+def _aligned_error(folder: Path) -> float:
+    torch.manual_seed(0)
+    a, b = torch.randn(1, 67, 147), torch.randn(1, 147, 93)
+    exact, scale = a.double() @ b.double(), a.double().abs() @ b.double().abs()
+    copies = []
+    for index, x in enumerate((a, b)):
+        size = tuple(x.shape)
+        if aligned(size, x.stride()):
+            return float("inf")  # the case must exercise the copy
+        copy = _load(copy_source(f"copy_{index}", size, x.stride()), f"copy_{index}", folder)
+        padded = torch.empty_strided(size, padded_stride(size))
+        copy[copy_grid(size)](x, padded)
+        copies.append(padded)
+    out = torch.empty(1, 67, 93)
+    spec = MatmulSpec(1, 67, 93, 147, copies[0].stride(), copies[1].stride(), out.stride())
+    kernel = _load(kernel_source("mm_aligned", spec, TILE, "ieee", 1), "mm_aligned", folder)
+    kernel[grid(spec, TILE, 1)](copies[0], copies[1], out)
+    return ((out.double() - exact).abs() / (1e-5 + 1e-5 * scale)).max().item()
 
 
 def _matmul_error(name: str, case: tuple, folder: Path) -> float:
