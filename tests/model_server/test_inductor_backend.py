@@ -163,10 +163,8 @@ def test_the_templates_compile_has_a_shorter_limit_than_the_default_one(tmp_path
     task = tmp_path / "spins.py"
     task.write_text((TASKS / "relu.py").read_text() + "\nwhile True:\n    pass\n")
     backend = InductorBackend(timeout=600, cache=tmp_path)
-    started = time.monotonic()
-    with pytest.raises(BackendError, match="within 2 s"):
+    with pytest.raises(BackendError, match="within 2 s"):  # the task spins forever: only the limit ends it
         backend._run_capture(GenerationRequest(Task.from_file(task), 4, "cpu"), "templates", None)
-    assert time.monotonic() - started < 30
     failed = inductor._failure_as_error(_failed(BackendError("late")), default_ok=True, what="max-autotune")
     assert failed["error"] == "Inductor's max-autotune compile failed: late"
 
@@ -540,9 +538,8 @@ def test_the_deadline_bounds_inductors_compile(tmp_path):
     task.write_text((TASKS / "relu.py").read_text() + "\nwhile True:\n    pass\n")
     started = time.monotonic()
     request = GenerationRequest(Task.from_file(task), 4, "cpu", deadline=started + 3)
-    with pytest.raises(BackendError, match="did not finish compiling the task within 3 s"):
+    with pytest.raises(BackendError, match="did not finish compiling the task within 3 s"):  # spins: the deadline
         collect(InductorBackend(cache=tmp_path / "cache"), request)[0]
-    assert time.monotonic() - started < 20
     with pytest.raises(BackendError, match="the deadline passed before Inductor could compile the task"):
         collect(
             InductorBackend(cache=tmp_path / "cache"),
@@ -883,10 +880,10 @@ def test_a_cancelled_conversion_ends_the_spare_its_capture_runs_in(tmp_path):
             time.sleep(0.05)
         assert backend._spares.get(key) is not spare, "the conversion never took the spare"
         cancelled.set()
-        at = time.monotonic()
-        worker.join(30)
-        assert not spare.alive() and time.monotonic() - at < 5
+        worker.join(60)
+        assert not spare.alive() and not worker.is_alive()
         assert outcome and "cancelled" in str(outcome[0])
+        assert not list((tmp_path / "cache").glob("*.json")), "the compile ran on to the end and was cached"
     finally:
         cancelled.set()
         worker.join(30)

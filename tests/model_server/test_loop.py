@@ -309,10 +309,9 @@ def test_cancelling_kills_a_verification_in_flight(pool):
     hang = (FIXTURES / "zoo" / "hang_in_kernel.py").read_text()
     cancel = threading.Event()
     threading.Timer(3.0, cancel.set).start()
-    started = time.monotonic()
     options = dict(samples=1, rounds=2, timeout=120)
     outcome = convert(_request(TASKS / "add.py", **options), ScriptedBackend([[hang]]), pool, cancelled=cancel.is_set)
-    assert time.monotonic() - started < 30, "the hung candidate ran on after the cancel"
+    # a verification that ran on to its 120 s timeout would be an attempt with a verdict; a killed one is none
     assert outcome.stopped == "cancelled" and outcome.attempts == []
     report = pool.verify(*pair(TASKS / "relu.py", CANDIDATES / "relu_ok.py"), trials=1)
     assert report.passed, "the pool recovers for the next verification"

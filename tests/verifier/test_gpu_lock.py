@@ -26,14 +26,16 @@ def _sharer(seconds: float) -> subprocess.Popen:
 
 
 def test_a_measurement_waits_for_a_sharer_in_another_process_and_sharers_overlap():
-    first = _sharer(2.0)
-    started = time.monotonic()
-    with gpu_lock.sharing():  # a second sharer (this process) gets in at once
-        assert time.monotonic() - started < 1.0
-    with gpu_lock.measuring():
-        waited = time.monotonic() - started
-    assert waited > 1.5, "the measurement began while the other process still shared the GPU (for 2 s)"
+    """Shown by order, not by the clock: this process shares while the other still holds the GPU, and a
+    measurement begins only once the other process is gone."""
+    first = _sharer(60.0)
+    with gpu_lock.sharing():  # a second sharer (this process) gets in
+        assert first.poll() is None, "the other sharer let go first: the two did not overlap"
+    measured = _measure_in_a_thread()
+    assert not measured.wait(0.5), "the measurement began while the other process still shared the GPU"
+    first.kill()
     first.wait()
+    assert measured.wait(60), "the measurement never began after the sharer ended"
 
 
 def test_a_sharer_waits_for_a_measurement_and_threads_exclude_each_other_like_processes():
@@ -61,6 +63,16 @@ def test_a_sharer_that_dies_releases_the_gpu():
     sharer = _sharer(60.0)
     sharer.kill()
     sharer.wait()
-    started = time.monotonic()
-    with gpu_lock.measuring():
-        assert time.monotonic() - started < 2.0
+    assert _measure_in_a_thread().wait(60), "a killed sharer still held the GPU"
+
+
+def _measure_in_a_thread() -> threading.Event:
+    """Set once a thread of this process has taken the GPU for measuring (and let it go)."""
+    measured = threading.Event()
+
+    def measure() -> None:
+        with gpu_lock.measuring():
+            measured.set()
+
+    threading.Thread(target=measure, daemon=True).start()
+    return measured

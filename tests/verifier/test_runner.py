@@ -39,9 +39,8 @@ def test_stop_and_the_time_limit_end_it():
     spin = {"spin.py": "while True:\n    pass\n"}
     stop = threading.Event()
     threading.Timer(1.0, stop.set).start()
-    started = time.monotonic()
     stopped = run_isolated(lambda f: [sys.executable, f"{f}/spin.py"], device="cpu", seconds=60, files=spin, stop=stop)
-    assert stopped.exceeded == "stopped" and time.monotonic() - started < 30
+    assert stopped.exceeded == "stopped"  # "time" had the 60 s limit ended it
     late = run_isolated(lambda f: [sys.executable, f"{f}/spin.py"], device="cpu", seconds=2, files=spin)
     assert late.exceeded == "timeout"
 

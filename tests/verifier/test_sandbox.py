@@ -14,7 +14,6 @@ import socket
 import sys
 import tempfile
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -158,10 +157,8 @@ def test_a_one_shot_command_is_stopped_with_its_children_when_asked(tmp_path):
     )
     launch = isolation.prepare([sys.executable, "-c", script], device="cpu", host_scratch=tmp_path)
     threading.Timer(1.0, stop.set).start()
-    started = time.monotonic()
     done = isolation.run_limited(launch, Limits(30, 2 * 1024**3), stop)
-    assert done.exceeded == "stopped" and done.returncode is None
-    assert time.monotonic() - started < 10
+    assert done.exceeded == "stopped" and done.returncode is None  # "time" had the 30 s limit ended it
     assert done.stdout.strip() == "started"
     assert not [p for p in Path("/proc").glob("[0-9]*") if marker in _cmdline(p)]
 
