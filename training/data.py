@@ -32,12 +32,12 @@ import sys
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from model_server import prompts
 from training import config, harvest, jsonl, suites, synth
-from training.dedup import Suite, task_id
+from training.dedup import Suite, model_ngrams, task_id
 from training.rationale import rationale
 
 VARIANTS = 4  # the inductor backend's candidates asked for per task: the first all-Triton one that verifies wins
@@ -94,7 +94,11 @@ class DataArgs:
     )
     ngram: int = field(default=12, metadata={"help": "token n-gram length for decontamination"})
     overlap: float = field(
-        default=0.5, metadata={"help": "drop a task sharing this share of its n-grams with a suite task"}
+        default=0.5,
+        metadata={
+            "help": "drop a task sharing this share of its n-grams with a suite task; a val or test task sharing "
+            "it with a train task moves to train"
+        },
     )
     shard: str = field(default="0/1", metadata={"help": "i/n: keep the tasks of share i of n"})
     trials: int = field(default=3, metadata={"help": "verification trials per candidate"})
@@ -230,12 +234,37 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
             continue
         tasks.append(Task(identity, name, source, origin, families, _split(identity, args)))
     counts["kept"] = len(tasks)
+    tasks, moved = held_out_decontaminated(tasks, args.ngram, args.overlap)
     sheet = {
         "tasks": dict(counts),
         "harvested_by_library": dict(sources),
         "decontamination": {name: {"removed": len(hits), "hits": hits[:50]} for name, hits in contaminated.items()},
+        "held_out_decontamination": {
+            "ngram": args.ngram,
+            "overlap": args.overlap,
+            "moved_to_train": len(moved),
+            "hits": moved[:50],
+        },
     }
     return tasks, sheet
+
+
+def held_out_decontaminated(tasks: list[Task], n: int, overlap: float) -> tuple[list[Task], list[dict]]:
+    """The tasks with every `val` or `test` task that shares `overlap` of its `Model`'s n-grams with a `train` task
+    moved to `train`, and a record of each move: a held-out task that is a training task with another constant
+    measures memory, not skill."""
+    training = [(task.name, model_ngrams(task.source, n)) for task in tasks if task.split == "train"]
+    kept, moved = [], []
+    for task in tasks:
+        grams = model_ngrams(task.source, n) if task.split != "train" else set()
+        if grams:
+            shares = ((len(grams & theirs) / len(grams), name) for name, theirs in training)
+            share, closest = max(shares, default=(0.0, ""))
+            if share >= overlap:
+                moved.append({"id": task.id, "split": task.split, "closest": closest, "share": round(share, 3)})
+                task = replace(task, split="train")
+        kept.append(task)
+    return kept, moved
 
 
 def families_of(source: str) -> tuple[str, ...]:

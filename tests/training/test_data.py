@@ -117,3 +117,28 @@ def test_tasks_become_verified_pairs_and_prompts_that_datasets_reads(tmp_path, c
     assert data.main(flags) == 0
     assert "SFT: 0 tasks to convert" in capsys.readouterr().err
     assert len((out / "sft.autotriton.jsonl").read_text().splitlines()) == len(pairs["autotriton"])
+
+
+def _task(name: str, scale: str, split: str, body: str = "return torch.clamp(x * {scale}, -1.0, 1.0) + x.mean()"):
+    source = (
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        f"        y = torch.tanh(x) * 2.0 - x.abs()\n        {body.format(scale=scale)}\n\n\n"
+        "def get_inputs():\n    return [torch.randn(8, 8)]\n"
+    )
+    return data.Task(name, name, source, "test", ("elementwise",), split)
+
+
+def test_a_held_out_task_that_is_a_training_task_with_another_constant_moves_to_train():
+    """The audit of the first training runs found held-out tasks that differed from a training task only in a
+    constant: such a task measures memory. It moves to `train`, and the datasheet's record says so; a held-out task
+    of other code stays."""
+    tasks = [
+        _task("trained", "0.5", "train"),
+        _task("same_but_constant", "0.75", "test"),
+        _task("other", "0.5", "val", body="return torch.softmax(x, dim=-1).cumsum(0) - torch.sigmoid(x)"),
+    ]
+    kept, moved = data.held_out_decontaminated(tasks, n=12, overlap=0.5)
+    assert [(t.name, t.split) for t in kept] == [("trained", "train"), ("same_but_constant", "train"), ("other", "val")]
+    assert [(m["id"], m["split"], m["closest"]) for m in moved] == [("same_but_constant", "test", "trained")]
+    assert 0.5 <= moved[0]["share"] < 1.0
+    assert data.held_out_decontaminated(tasks, n=12, overlap=1.0)[1] == []
