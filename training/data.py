@@ -229,12 +229,14 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
                 {"id": identity, "origin": origin, "closest": hit[1], "share": hit[2], "by": hit[3]}
             )
             continue
-        if int(identity, 16) % args.shard_count != args.shard_index:
-            counts["other_shards"] += 1
-            continue
         tasks.append(Task(identity, name, source, origin, families, _split(identity, args)))
+    tasks, moved = held_out_decontaminated(tasks, args.ngram, args.overlap)  # all shards', so every shard agrees
+    sharded = [task for task in tasks if int(task.id, 16) % args.shard_count == args.shard_index]
+    if len(sharded) < len(tasks):
+        counts["other_shards"] = len(tasks) - len(sharded)
+    tasks = sharded
+    moved = [move for move in moved if int(move["id"], 16) % args.shard_count == args.shard_index]
     counts["kept"] = len(tasks)
-    tasks, moved = held_out_decontaminated(tasks, args.ngram, args.overlap)
     sheet = {
         "tasks": dict(counts),
         "harvested_by_library": dict(sources),

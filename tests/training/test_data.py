@@ -13,6 +13,7 @@ from model_server.backends.base import GenerationRequest, collect
 from model_server.backends.text import TextBackend
 from tests.conftest import FIXTURES
 from training import data
+from training.config import parse
 from verifier import Task
 
 TASKS = FIXTURES / "tasks"
@@ -142,3 +143,14 @@ def test_a_held_out_task_that_is_a_training_task_with_another_constant_moves_to_
     assert [(m["id"], m["split"], m["closest"]) for m in moved] == [("same_but_constant", "test", "trained")]
     assert 0.5 <= moved[0]["share"] < 1.0
     assert data.held_out_decontaminated(tasks, n=12, overlap=1.0)[1] == []
+
+
+def test_every_shard_agrees_on_the_splits_after_the_held_out_tasks_are_decontaminated():
+    """Held-out tasks are checked against the training tasks of all shards, so a task's split is the same whether
+    the data is built on one machine or split between two."""
+    common = ["--output-dir", "unused", "--synthetic", "120", "--seed", "5000", "--families", "elementwise",
+              "activation", "--max-ops", "2", "--val-fraction", "0.1", "--test-fraction", "0.2"]  # fmt: skip
+    whole, sheet = data.collect(parse(data.DataArgs, common, "data"))
+    halves = [data.collect(parse(data.DataArgs, [*common, "--shard", f"{i}/2"], "data"))[0] for i in range(2)]
+    assert sheet["held_out_decontamination"]["moved_to_train"] > 0, "the case must move a held-out task"
+    assert {(t.id, t.split) for t in whole} == {(t.id, t.split) for half in halves for t in half}
