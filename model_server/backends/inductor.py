@@ -508,14 +508,8 @@ def _own_kernels(default: dict) -> tuple[list[_Planned], list[_Planned]]:
         return [], []
 
     def planned(conv: dict, mm: dict, fallback: str | None = None) -> _Planned:
-        variant = Variant(
-            _describe_own(conv if convolution else None, mm if matmul else None),
-            **{
-                "conv": conv if convolution else None,
-                "matmul": mm if matmul else None,
-            },
-        )
-        return _Planned("default", variant, fallback)
+        conv, mm = (conv if convolution else None), (mm if matmul else None)
+        return _Planned("default", Variant(_describe_own(conv, mm), conv=conv, matmul=mm), fallback)
 
     fallback = planned(OWN_CONV_IEEE, OWN_MATMUL_IEEE)
     on_cpu = default.get("device") == "cpu"

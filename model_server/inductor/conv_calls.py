@@ -30,10 +30,10 @@ from model_server.inductor.launcher import (
     OwnKernel,
     UnknownLayout,
     follow_alias,
+    fp32_operand,
     known_layouts,
     literal,
     named,
-    operand_layout,
     parse,
 )
 
@@ -156,12 +156,9 @@ def _arguments(call: ast.Call) -> dict[str, ast.expr]:
 
 def _operand(arguments: dict[str, ast.expr], key: str, layouts: dict[str, Layout]) -> Layout:
     try:
-        layout = operand_layout(arguments[key], layouts, f"convolution's {key}")
+        return fp32_operand(arguments[key], layouts, f"convolution's {key}")
     except UnknownLayout as exc:
         raise ConvCallError(str(exc)) from exc
-    if layout.dtype != FP32:
-        raise ConvCallError(f"the convolution's {key} is {layout.dtype or 'of unknown dtype'}; the kernel takes fp32")
-    return layout
 
 
 def _constant(arguments: dict[str, ast.expr], key: str, default: object) -> object:

@@ -10,7 +10,7 @@ FP32 = "torch.float32"
 
 
 class UnknownLayout(ValueError):
-    """An operand whose size, stride or dtype the launcher does not say; the message names it."""
+    """An operand whose size, stride or dtype the launcher does not say, or not fp32; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,14 @@ def operand_layout(node: ast.expr, layouts: dict[str, Layout], what: str) -> Lay
         if base is not None and size is not None and stride is not None:
             return Layout(size, stride, base.dtype)
     raise UnknownLayout(f"the layout of the {what} `{ast.unparse(node)[:80]}` is not known")
+
+
+def fp32_operand(node: ast.expr, layouts: dict[str, Layout], what: str) -> Layout:
+    """`operand_layout`, for a kernel that takes fp32 only: another dtype, or none known, is refused too."""
+    layout = operand_layout(node, layouts, what)
+    if layout.dtype != FP32:
+        raise UnknownLayout(f"the {what} is {layout.dtype or 'of unknown dtype'}; the kernel takes fp32")
+    return layout
 
 
 def literal(node: ast.expr) -> tuple[int, ...] | None:

@@ -17,9 +17,9 @@ from model_server.inductor.launcher import (
     OwnKernel,
     UnknownLayout,
     follow_alias,
+    fp32_operand,
     known_layouts,
     named,
-    operand_layout,
     parse,
 )
 from model_server.inductor.matmul_gemm import (
@@ -180,11 +180,9 @@ def _matmul(call: ast.Call, arguments: dict[str, ast.expr], layouts: dict[str, L
 
 def _operand(arguments: dict[str, ast.expr], key: str, layouts: dict[str, Layout], dims: int | None) -> Layout:
     try:
-        layout = operand_layout(arguments[key], layouts, f"matmul's {key}")
+        layout = fp32_operand(arguments[key], layouts, f"matmul's {key}")
     except UnknownLayout as exc:
         raise MatmulCallError(str(exc)) from exc
-    if layout.dtype != FP32:
-        raise MatmulCallError(f"the matmul's {key} is {layout.dtype or 'of unknown dtype'}; the kernel takes fp32")
     if dims is not None and len(layout.size) != dims:
         raise MatmulCallError(f"the matmul's {key} has {len(layout.size)} dims, not {dims}")
     return layout
