@@ -224,7 +224,7 @@ def _add_audit(subparsers: argparse._SubParsersAction) -> None:
         help="seconds per file for compile checks (default: 120)",
     )
     audit.add_argument(
-        "--time-budget", type=positive_float, metavar="S", help="seconds of static analysis per file (default: 1)"
+        "--time-budget", type=positive_float, metavar="S", help="CPU seconds of static analysis per file (default: 1)"
     )
     audit.add_argument(
         "--fix", action="store_true", help="apply the machine-applicable fixes in place, then report what remains"
