@@ -104,7 +104,7 @@ class CompletionBody(BaseModel):
     model: str = Field(max_length=256)
     prompt: str = Field(max_length=MAX_SOURCE)
     n: int = Field(default=1, ge=1, le=64)
-    max_tokens: int = Field(default=2048, ge=1, le=32768)
+    max_tokens: int | None = Field(default=None, ge=1, le=32768)  # None: the backend's --max-tokens
     temperature: float = Field(default=1.0, ge=0, le=2)
 
 
@@ -123,7 +123,7 @@ class ChatBody(BaseModel):
     model: str = Field(max_length=256)
     messages: list[ChatMessage] = Field(min_length=1, max_length=64)
     n: int = Field(default=1, ge=1, le=64)
-    max_tokens: int = Field(default=2048, ge=1, le=32768)
+    max_tokens: int | None = Field(default=None, ge=1, le=32768)  # None: the backend's --max-tokens
     temperature: float = Field(default=1.0, ge=0, le=2)
 
 

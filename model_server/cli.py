@@ -119,7 +119,7 @@ def _add_serve(subparsers: argparse._SubParsersAction) -> None:
 
 def _add_shared_options(parser: argparse.ArgumentParser) -> None:
     """What both commands share: the backend, where candidates are verified, and how many at once."""
-    from model_server.backends import BACKENDS
+    from model_server.backends import BACKENDS, DEFAULT_MAX_TOKENS
     from model_server.backends.transformers_backend import DTYPE_HELP, DTYPES
     from model_server.prompts import PROFILES
 
@@ -142,6 +142,13 @@ def _add_shared_options(parser: argparse.ArgumentParser) -> None:
         "--base-url",
         metavar="URL",
         help="openai: an OpenAI-compatible server, e.g. http://gpu-box:8000/v1 (default: $OPENAI_BASE_URL)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=DEFAULT_MAX_TOKENS,
+        metavar="N",
+        help=f"model backends: the most tokens of one reply (default: {DEFAULT_MAX_TOKENS})",
     )
     parser.add_argument(
         "--tensor-parallel",
@@ -190,6 +197,7 @@ def _backend_config(args: argparse.Namespace):
         compile=args.compile,
         dtype=args.dtype,
         seed_from=args.seed_from,
+        max_tokens=args.max_tokens,
     )
 
 

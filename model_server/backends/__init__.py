@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from model_server.backends.base import Backend, BackendError, Batch, Generated, GenerationRequest, collect
 
 BACKENDS = ("inductor", "openai", "transformers", "vllm")
+DEFAULT_MAX_TOKENS = 2048
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class BackendConfig:
     compile: bool = False  # transformers: a static KV cache, its decoding step compiled on a GPU
     dtype: str = "auto"  # transformers: the weights' dtype while sampling (auto: float32 becomes bfloat16 on a GPU)
     seed_from: str | None = None  # a model backend: start from this backend's best kernel (only "inductor")
+    max_tokens: int = DEFAULT_MAX_TOKENS  # model backends: the most tokens of one reply, unless a request says
 
 
 def create_backend(config: BackendConfig) -> Backend:
@@ -56,20 +58,24 @@ def create_backend(config: BackendConfig) -> Backend:
             batch=config.batch,
             compile=config.compile,
             dtype=config.dtype,
+            max_new_tokens=config.max_tokens,
         )
     if config.name == "openai":
         from model_server.backends.openai_backend import OpenAIBackend
 
-        return OpenAIBackend(config.model, config.base_url, config.api_key, config.profile)
+        return OpenAIBackend(config.model, config.base_url, config.api_key, config.profile, config.max_tokens)
     if config.name == "vllm":
         from model_server.backends.vllm_backend import VLLMBackend
 
-        return VLLMBackend(config.model, config.profile, tensor_parallel_size=config.tensor_parallel_size)
+        return VLLMBackend(
+            config.model, config.profile, max_tokens=config.max_tokens, tensor_parallel_size=config.tensor_parallel_size
+        )
     raise BackendError(f"unknown backend `{config.name}`; available: {', '.join(BACKENDS)}")
 
 
 __all__ = [
     "BACKENDS",
+    "DEFAULT_MAX_TOKENS",
     "Backend",
     "BackendConfig",
     "BackendError",

@@ -10,6 +10,7 @@ import sys
 
 import httpx
 import pytest
+from transformers import AutoTokenizer
 
 from model_server.backends import BackendConfig, BackendError, GenerationRequest, collect, create_backend
 from model_server.prompts import messages
@@ -28,9 +29,21 @@ def tiny_model(tmp_path_factory):
     return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
+REPLY_TOKENS = "96"  # the random model's replies are garbage at any length; long ones only take minutes on a CPU
+
+
 @pytest.fixture(scope="module")
 def text_server(tiny_model):
-    options = ["--backend", "transformers", "--model", str(tiny_model), "--profile", "chat"]
+    options = [
+        "--backend",
+        "transformers",
+        "--model",
+        str(tiny_model),
+        "--profile",
+        "chat",
+        "--max-tokens",
+        REPLY_TOKENS,
+    ]
     yield from start_server(options, token=None)
 
 
@@ -47,6 +60,10 @@ def test_openai_style_endpoints_sample_n_replies(text_server, tiny_model):
         f"{text_server}/v1/completions", json={"model": str(tiny_model), "prompt": "import", "max_tokens": 8}
     )
     assert text.status_code == 200 and len(text.json()["choices"]) == 1
+    uncapped = httpx.post(f"{text_server}/v1/completions", json={"model": str(tiny_model), "prompt": "import"})
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    reply = tokenizer.encode(uncapped.json()["choices"][0]["text"], add_special_tokens=False)
+    assert 0 < len(reply) <= 2 * int(REPLY_TOKENS)  # the server's --max-tokens, where the request names none
     wrong = httpx.post(f"{text_server}/v1/completions", json={"model": "gpt-4", "prompt": "x"})
     assert wrong.status_code == 404 and str(tiny_model) in wrong.json()["detail"]
 
@@ -76,12 +93,16 @@ def test_garbage_from_the_model_is_verified_and_repaired_cleanly(text_server):
 
 @pytest.mark.slow
 def test_the_openai_backend_talks_to_this_projects_own_server(text_server, tiny_model, tmp_path):
-    backend = create_backend(BackendConfig("openai", str(tiny_model), "chat", base_url=f"{text_server}/v1"))
+    config = BackendConfig(
+        "openai", str(tiny_model), "chat", base_url=f"{text_server}/v1", max_tokens=int(REPLY_TOKENS)
+    )
+    backend = create_backend(config)
     candidates = collect(backend, GenerationRequest(Task.from_file(RELU), 2, "cpu"))[0]
     assert len(candidates) == 2 and all(isinstance(c.source, str) and c.policy == "strict" for c in candidates)
     command = [sys.executable, "-m", "model_server", "convert"]
     command += [str(RELU), "--backend", "openai", "--model", str(tiny_model), "--base-url", f"{text_server}/v1"]
     command += ["--profile", "chat", "--samples", "2", "--rounds", "1", "--trials", "1", "--device", "cpu"]
+    command += ["--max-tokens", REPLY_TOKENS]
     command += ["--out", str(tmp_path / "out.py")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stderr
