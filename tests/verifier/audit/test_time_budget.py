@@ -18,23 +18,18 @@ from verifier.audit.engine import audit_source
 DEFAULT = AuditConfig()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _earlier_objects_frozen():
-    """What earlier tests left is set aside from the collector, so that `timed_audit`'s collection sees only this
-    module's garbage (in a whole-suite run, a full collection of everything takes half a second)."""
-    gc.collect()
-    gc.freeze()
-    yield
-    gc.unfreeze()
-
-
 def timed_audit(source: str, config: AuditConfig = DEFAULT) -> tuple[list, float]:
-    """The findings and the CPU seconds they took (what the budget counts), the garbage of earlier runs collected
-    first (a collection that falls inside one run and not another would weigh more than the audit of a small file)."""
+    """The findings and the CPU seconds they took (what the budget counts). The collector is off meanwhile: a
+    collection of whatever earlier tests in this process left would weigh more than the audit of a small file, and
+    whether one falls inside a run is luck."""
     gc.collect()
-    started = time.thread_time()
-    findings = audit_source(source, "worst.py", config)
-    return findings, time.thread_time() - started
+    gc.disable()
+    try:
+        started = time.thread_time()
+        findings = audit_source(source, "worst.py", config)
+        return findings, time.thread_time() - started
+    finally:
+        gc.enable()
 
 
 def test_reassignments_in_branches_around_a_dot_no_longer_explode():
