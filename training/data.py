@@ -1,6 +1,6 @@
 """Build training data: RL prompts and verified SFT pairs, from task directories and synthetic tasks.
 
-    python -m training.data --output-dir OUT [--tasks DIR ...] [--harvest torch.nn] [--synthetic N] [flags]
+    python -m training.data --output-dir OUT [--tasks DIR ...] [--harvest LIBRARY ...] [--synthetic N] [flags]
 
 Tasks come from directories of KernelBench modules, from the building blocks of installed libraries
 (`training.harvest`: `--harvest LIBRARY` at `--harvest-sizes`) and from `training.synth` (seeded). Each is identified by
@@ -60,7 +60,7 @@ class DataArgs:
     tasks: list[str] = field(default_factory=list, metadata={"help": "directories of KernelBench task modules"})
     harvest: list[str] = field(
         default_factory=list,
-        metadata={"help": f"libraries whose building blocks become tasks: {', '.join(harvest.CATALOGUE)}"},
+        metadata={"help": f"libraries whose building blocks become tasks: {', '.join(harvest.LIBRARIES)}"},
     )
     harvest_sizes: list[str] = field(
         default_factory=lambda: list(harvest.SIZES),
@@ -120,9 +120,9 @@ class DataArgs:
             raise ValueError("--val-fraction and --test-fraction must be >= 0 and add up to less than 1")
         if self.synthetic < 0 or self.workers < 1 or self.trials < 1 or self.ngram < 1:
             raise ValueError("--synthetic must be >= 0; --workers, --trials and --ngram at least 1")
-        unknown = [name for name in self.harvest if name not in harvest.CATALOGUE]
+        unknown = [name for name in self.harvest if name not in harvest.LIBRARIES]
         if unknown:
-            raise ValueError(f"--harvest: no catalogue for {', '.join(unknown)}; known: {', '.join(harvest.CATALOGUE)}")
+            raise ValueError(f"--harvest: no catalogue for {', '.join(unknown)}; known: {', '.join(harvest.LIBRARIES)}")
         if not self.harvest_sizes or any(size not in harvest.SIZES for size in self.harvest_sizes):
             raise ValueError(f"--harvest-sizes must be among {', '.join(harvest.SIZES)}, got {self.harvest_sizes}")
         if self.sizes not in synth.SIZES:
@@ -198,10 +198,13 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
             counts["from_directories"] += 1
             found.append((path.stem, source, str(path), families_of(source)))
     sources = collections.Counter()
-    for made in harvest.harvest(args.harvest, args.harvest_sizes):
+    refused: list[harvest.Refusal] = []
+    for made in harvest.harvest(args.harvest, args.harvest_sizes, refused):
         counts["harvested"] += 1
         sources[made.library] += 1
         found.append((made.name, made.source, f"harvest:{made.origin}", (made.family,)))
+    if refused:
+        counts["harvest_refused"] = len(refused)
     for number in range(args.synthetic):
         made = synth.generate(args.seed + number, args.sizes, tuple(args.dtypes), tuple(args.families), args.max_ops)
         counts["synthetic"] += 1

@@ -1,13 +1,15 @@
 """Tasks from real library code: the building blocks of installed libraries, written out as KernelBench modules.
 
-    python -m training.harvest --out DIR [--library torch.nn] [--sizes small medium large]
+    python -m training.harvest --out DIR [--library torch.nn transformers timm torchvision] [--sizes small medium large]
 
-Each catalogued module of a library (`CATALOGUE`) is instantiated with its documented defaults, where a required
+Each catalogued module of torch.nn (`CATALOGUE`) is instantiated with its documented defaults, where a required
 argument gets a value from the size tier (channels, features, kernel 3), and called on inputs of the shape its
 documentation asks for, at each size tier: `small` runs in Triton's interpreter on a CPU, `medium` and `large` are
-what models meet on a GPU. The task's docstring names the module, the library's version and licence and the size,
-and its file name is `<library>_<Module>_<size>.py`. `python -m training.data --harvest torch.nn` builds training
-data from the same tasks.
+what models meet on a GPU. For transformers, timm and torchvision (`training.harvest_libraries`) the task carries the
+block's own source with what it needs from its library (`training.harvest_source`), and is kept only if it computes
+what the library computes; the blocks refused, and why, go to `refused.json` beside the tasks. The task's docstring
+names the module, the library's version and licence and the size, and its file name is `<library>_<Module>_<size>.py`.
+`python -m training.data --harvest LIBRARY` builds training data from the same tasks.
 
 Modules whose output is random in training mode (dropout, RReLU) are left out: the verifier compares outputs.
 """
@@ -15,11 +17,14 @@ Modules whose output is random in training mode (dropout, RReLU) are left out: t
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib.metadata
-import re
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from training import harvest_libraries, task_text
 
 LICENCES = {"torch": "BSD-3-Clause"}
 SIZES = {
@@ -135,14 +140,21 @@ CATALOGUE = {
 }
 
 
+LIBRARIES = (*CATALOGUE, *harvest_libraries.LICENCES)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder the task modules are written to")
-    parser.add_argument("--library", nargs="+", default=list(CATALOGUE), choices=list(CATALOGUE))
+    parser.add_argument("--library", nargs="+", default=list(CATALOGUE), choices=list(LIBRARIES))
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     args = parser.parse_args(argv)
-    written = write(args.out, args.library, args.sizes)
+    refused: list[Refusal] = []
+    written = write(args.out, args.library, args.sizes, refused)
     print(f"wrote {len(written)} tasks to {args.out}", file=sys.stderr)
+    reasons = collections.Counter(r.reason.split(":")[0][:80] for r in refused)
+    for reason, count in reasons.most_common(10):
+        print(f"refused {count}: {reason}", file=sys.stderr)
     return 0
 
 
@@ -157,12 +169,25 @@ class Harvested:
     family: str
 
 
-def harvest(libraries: list[str], sizes: list[str]) -> list[Harvested]:
-    """Every catalogued module of `libraries` at every size of `sizes`, as task sources."""
+@dataclass(frozen=True)
+class Refusal:
+    """A block of a library that was not harvested, and why."""
+
+    library: str
+    what: str
+    reason: str
+
+
+def harvest(libraries: list[str], sizes: list[str], refused: list[Refusal] | None = None) -> list[Harvested]:
+    """Every catalogued module of `libraries` at every size of `sizes`, as task sources; the blocks that could not
+    be harvested are added to `refused`."""
     made = []
     for library in libraries:
+        if library not in LIBRARIES:
+            raise ValueError(f"no catalogue for library {library!r}; known: {', '.join(LIBRARIES)}")
         if library not in CATALOGUE:
-            raise ValueError(f"no catalogue for library {library!r}; known: {', '.join(CATALOGUE)}")
+            made.extend(_from_source(library, sizes, refused if refused is not None else []))
+            continue
         top = library.split(".")[0]
         version, licence = importlib.metadata.version(top), LICENCES[top]
         for entry in CATALOGUE[library]:
@@ -173,14 +198,38 @@ def harvest(libraries: list[str], sizes: list[str]) -> list[Harvested]:
     return made
 
 
-def write(out: Path, libraries: list[str], sizes: list[str]) -> list[Path]:
-    """The harvested tasks written to `out` as `<name>.py`; their paths."""
+def _from_source(library: str, sizes: list[str], refused: list[Refusal]) -> list[Harvested]:
+    """The tasks of a library whose blocks' source the tasks carry (`training.harvest_libraries`)."""
+    blocks, failed = harvest_libraries.blocks(library)
+    refused.extend(Refusal(library, what, reason) for what, reason in failed)
+    made, origins = [], {}
+    for task in harvest_libraries.harvest(blocks, sizes):
+        block = task.block
+        name = f"{library}_{block.module}_{task.size}"
+        task_refused = task.refused
+        if not task_refused and origins.setdefault(name, block.path) != block.path:
+            task_refused = f"the class name is taken: {origins[name]}.{block.module} was harvested first"
+        if task_refused:
+            if task.size == sizes[0]:
+                refused.append(Refusal(library, f"{block.path}.{block.module}", task_refused))
+            continue
+        made.append(Harvested(name, task.source, library, f"{library}.{block.module}:{task.size}", block.family))
+    return made
+
+
+def write(out: Path, libraries: list[str], sizes: list[str], refused: list[Refusal] | None = None) -> list[Path]:
+    """The harvested tasks written to `out` as `<name>.py`, and the refusals, if any, to `out/refused.json`; the
+    tasks' paths."""
     out.mkdir(parents=True, exist_ok=True)
+    refused = refused if refused is not None else []
     paths = []
-    for task in harvest(libraries, sizes):
+    for task in harvest(libraries, sizes, refused):
         path = out / f"{task.name}.py"
         path.write_text(task.source)
         paths.append(path)
+    if refused:
+        rows = [{"library": r.library, "what": r.what, "reason": r.reason} for r in refused]
+        (out / "refused.json").write_text(json.dumps(rows, indent=1) + "\n")
     return paths
 
 
@@ -188,9 +237,8 @@ def task_source(library: str, version: str, licence: str, entry: Entry, size: st
     """The KernelBench module of `entry` at `size`: the size symbols it uses as constants, the module built in
     `Model.__init__`, `forward` calling it on the inputs."""
     text = " ".join((entry.build, *entry.inputs))
-    symbols = [f"{name} = {value}" for name, value in SIZES[size].items() if _uses(text, name)]
+    symbols = task_text.size_constants(SIZES[size], text)
     arguments = ", ".join(f"x{index}" for index in range(len(entry.inputs)))
-    inputs = ",\n        ".join(entry.inputs)
     return f'''"""{library}.{entry.module} from {library.split(".")[0]} {version} ({licence}), at the `{size}` sizes of
 training.harvest: built with its documented defaults."""
 
@@ -209,19 +257,7 @@ class Model(nn.Module):
         return self.block({arguments})
 
 
-def get_inputs():
-    return [
-        {inputs},
-    ]
-
-
-def get_init_inputs():
-    return []
-'''
-
-
-def _uses(text: str, symbol: str) -> bool:
-    return re.search(rf"\b{symbol}\b", text) is not None
+{task_text.input_functions(entry.inputs)}'''
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ def test_training_data_counts_harvested_tasks_by_library_and_names_their_origin(
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--harvest", "timm"], "--harvest: no catalogue for timm; known: torch.nn"),
+        (["--harvest", "nolib"], "--harvest: no catalogue for nolib; known: torch.nn, transformers, timm, torchvision"),
         (["--harvest", "torch.nn", "--harvest-sizes", "huge"], "--harvest-sizes must be among small, medium, large"),
     ],
 )

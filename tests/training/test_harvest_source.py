@@ -1,0 +1,162 @@
+"""`training.harvest_source` and `training.harvest_libraries`: a library block's source extracted with what it needs,
+refused with a reason when it cannot stand alone, and harvested tasks that compute what the library computes."""
+
+from __future__ import annotations
+
+import ast
+import json
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from training import data, harvest, harvest_libraries, harvest_source
+from verifier import Task
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+LLAMA = "transformers.models.llama.modeling_llama"
+
+
+@pytest.fixture
+def fakelib(monkeypatch):
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    import harvest_fakelib.blocks
+
+    return harvest_fakelib.blocks
+
+
+def test_closure_carries_helpers_and_constants_in_order_and_computes_the_same(fakelib):
+    found = harvest_source.closure([fakelib.Scaled], "harvest_fakelib", {})
+    source = found.source()
+    assert "SCALE = 2.0" in source and "import math" in source
+    assert "import torch.nn.functional as F" in source and "from torch import nn" in source
+    assert source.index("SCALE = 2.0") < source.index("def double") < source.index("class Scaled")
+    assert "@register" not in source and "harvest_fakelib" not in source
+    namespace: dict = {}
+    exec(compile(source, "closure", "exec"), namespace)
+    torch.manual_seed(0)
+    library, extracted = fakelib.Scaled(4), namespace["Scaled"](4)
+    extracted.load_state_dict(library.state_dict())
+    x = torch.randn(3, 4)
+    assert torch.equal(library(x), extracted(x))
+
+
+def test_a_block_reading_a_registry_is_refused_with_the_name(fakelib):
+    with pytest.raises(harvest_source.Refused, match="'REGISTRY' is a dict"):
+        harvest_source.closure([fakelib.FromRegistry], "harvest_fakelib", {})
+
+
+def test_a_substitute_stands_in_for_a_name_the_library_cannot_give(fakelib):
+    found = harvest_source.closure([fakelib.FromRegistry], "harvest_fakelib", {"REGISTRY": "REGISTRY = {}"})
+    assert "REGISTRY = {}" in found.definitions
+
+
+def test_a_closure_past_its_depth_bound_is_refused(fakelib, monkeypatch):
+    monkeypatch.setattr(harvest_source, "MAX_DEPTH", 0)
+    with pytest.raises(harvest_source.Refused, match="deeper than 0"):
+        harvest_source.closure([fakelib.Scaled], "harvest_fakelib", {})
+
+
+@pytest.fixture(scope="module")
+def llama_tasks():
+    blocks, refused = harvest_libraries.transformers_blocks(["llama"])
+    assert refused == []
+    return {(made.block.module, made.size): made for made in harvest_libraries.harvest(blocks, ["small", "large"])}
+
+
+def test_llama_blocks_become_self_contained_tasks_that_say_where_they_came_from(llama_tasks, tmp_path):
+    import transformers
+
+    wanted = {"LlamaRMSNorm", "LlamaMLP", "LlamaAttention", "LlamaDecoderLayer", "LlamaRotaryEmbedding"}
+    assert {name for (name, size), made in llama_tasks.items() if made.source and size == "small"} == wanted
+    for name in wanted:
+        source = llama_tasks[name, "small"].source
+        assert f"from transformers {transformers.__version__} (Apache-2.0), module {LLAMA}" in source
+        assert _imported(source) <= {"torch", "types", "math", "collections", "typing", "logging"}, name
+        path = tmp_path / f"transformers_{name}_small.py"
+        path.write_text(source)
+        assert Task.from_file(path).digest
+
+
+def test_a_harvested_decoder_layer_computes_what_llama_computes(llama_tasks):
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+
+    task = _load(llama_tasks["LlamaDecoderLayer", "small"].source)
+    sizes = harvest_libraries.SIZES["small"]
+    config = LlamaConfig(
+        hidden_size=sizes["E"],
+        intermediate_size=sizes["I"],
+        num_attention_heads=sizes["NH"],
+        num_key_value_heads=sizes["KV"],
+        head_dim=sizes["HD"],
+    )
+    config._attn_implementation = "eager"
+    layer, rotary = LlamaDecoderLayer(config, layer_idx=0).eval(), LlamaRotaryEmbedding(config)
+    model = task.Model().eval()
+    model.block.load_state_dict(layer.state_dict())
+    hidden, positions = task.get_inputs()
+    with torch.no_grad():
+        expected = layer(hidden, position_embeddings=rotary(hidden, positions), attention_mask=None)
+        got = model(hidden, positions)
+    expected = expected[0] if isinstance(expected, tuple) else expected
+    assert got.shape == (sizes["B"], sizes["S"], sizes["E"]) and torch.allclose(got, expected, atol=1e-6)
+
+
+def test_the_size_tier_sets_the_config_and_the_inputs(llama_tasks):
+    small, large = (_load(llama_tasks["LlamaMLP", size].source) for size in ("small", "large"))
+    assert small.config.hidden_size == small.E == harvest_libraries.SIZES["small"]["E"]
+    assert large.config.hidden_size == large.E == harvest_libraries.SIZES["large"]["E"]
+    assert large.config.intermediate_size == harvest_libraries.SIZES["large"]["I"]
+    assert vars(small.config).keys() == vars(large.config).keys()
+
+
+def test_source_that_computes_something_else_is_refused(llama_tasks, monkeypatch):
+    block = llama_tasks["LlamaMLP", "small"].block
+    original = harvest_libraries.task_source
+
+    def broken(*args, **kwargs):
+        return original(*args, **kwargs).replace("self.act_fn(self.gate_proj(x))", "self.gate_proj(x)")
+
+    monkeypatch.setattr(harvest_libraries, "task_source", broken)
+    (made,) = harvest_libraries.harvest([block], ["small"])
+    assert made.source == "" and made.refused == "extracted source computes something else than the library"
+
+
+def test_harvest_writes_the_refusals_beside_the_tasks_and_training_data_counts_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(harvest_libraries, "families", lambda: ["llama", "t5"])
+    paths = harvest.write(tmp_path / "tasks", ["transformers"], ["small"])
+    names = {path.stem for path in paths}
+    assert "transformers_LlamaMLP_small" in names and "transformers_T5LayerNorm_small" in names
+    refused = json.loads((tmp_path / "tasks" / "refused.json").read_text())
+    assert refused and all(row["library"] == "transformers" and row["reason"] for row in refused)
+    assert any(row["what"].endswith("T5LayerCrossAttention") for row in refused)
+    args = data.DataArgs(
+        output_dir=str(tmp_path / "data"), harvest=["transformers"], harvest_sizes=["small"], sft=False
+    )
+    tasks, sheet = data.collect(args)
+    assert sheet["harvested_by_library"] == {"transformers": len(paths)}
+    assert sheet["tasks"]["harvest_refused"] == len(refused)
+    assert "harvest:transformers.LlamaMLP:small" in {t.origin for t in tasks}
+
+
+@pytest.mark.parametrize("library", ["timm", "torchvision"])
+def test_vision_libraries_harvest_tasks_that_load(library, tmp_path):
+    pytest.importorskip(library)
+    paths = harvest.write(tmp_path, [library], ["small"])
+    assert paths
+    for path in paths:
+        assert Task.from_file(path).digest and f"from {library} " in path.read_text()
+
+
+def _imported(source: str) -> set[str]:
+    nodes = [node for node in ast.walk(ast.parse(source)) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    names = [alias.name for node in nodes if isinstance(node, ast.Import) for alias in node.names]
+    return {name.split(".")[0] for name in names + [node.module for node in nodes if isinstance(node, ast.ImportFrom)]}
+
+
+def _load(source: str) -> types.ModuleType:
+    module = types.ModuleType("task")
+    exec(compile(source, "task", "exec"), module.__dict__)
+    return module
