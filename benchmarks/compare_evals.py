@@ -18,7 +18,9 @@ given: it asks whether these GRPO models beat their SFT models, and the spread b
 says how much another run would differ.
 
 `--published` prints one row per evaluation of a KernelBench level (`training.eval --suite kernelbench:...`): its
-correctness and fast_1 by KernelBench's own rule, and the verifier's strict pass@1; then the figures of AutoTriton,
+correctness and fast_1 by KernelBench's own rule, and the verifier's strict pass@1; or of a TritonBench channel
+(`--suite tritonbench-t:...`): its execution and call accuracy by TritonBench's rule, and the share that also passes
+the project's audit (the verifier's own verdict on TritonBench is not made yet); then the figures of AutoTriton,
 KernelLLM and TritonRL on the same benchmarks as their papers and model cards give them
 (`benchmarks/published_figures.json`, with each figure's source and setting), marked as quoted: they were measured
 elsewhere, on other machines, with other harnesses, and only the benchmark and the metric's name are shared.
@@ -192,42 +194,61 @@ def measured_row(out: Path) -> dict:
     try:
         totals = json.loads(path.read_text())["totals"]
         suite = totals.get("suite") or {}
-        return {
+        row = {
             "model": f"{totals['backend']} {totals['model']}".strip(),
             "benchmark": _benchmark(suite),
             "tasks": totals["tasks"],
             "samples": totals["samples"],
-            "correct": totals["kernelbench"]["correct"],
-            "fast_1": (totals["kernelbench"]["fast_p"] or {}).get("1"),
-            "pass@1": totals["pass@k"]["1"],
             "device": totals["device"],
             "date": totals["date"][:10],
         }
+        cells = _tritonbench_cells(totals["tritonbench"]) if "tritonbench" in totals else _kernelbench_cells(totals)
+        return row | cells
     except FileNotFoundError:
         raise ValueError(f"{path} does not exist: an evaluation's results.json is needed") from None
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise ValueError(f"{path} lacks what the table needs ({exc}): evaluate again with this version") from None
 
 
+def _kernelbench_cells(totals: dict) -> dict:
+    fast = (totals["kernelbench"]["fast_p"] or {}).get("1")
+    return {
+        "correct": f"{totals['kernelbench']['correct']:.3f}",
+        "fast_1": "n/a (not timed)" if fast is None else f"{fast:.3f}",
+        "own": f"{totals['pass@k']['1']:.3f}",
+    }
+
+
+def _tritonbench_cells(bench: dict) -> dict:
+    """TritonBench's execution accuracy (its call accuracy beside it), as the published figures give them."""
+    return {
+        "correct": f"{bench['exec_accuracy']:.3f} (call {bench['call_accuracy']:.3f})",
+        "fast_1": "n/a (not timed)",
+        "own": f"{bench['exec_audit_clean']:.3f} (exec, audit clean)",
+    }
+
+
 def _benchmark(suite: dict) -> str:
+    commit = (suite.get("commit") or "")[:7]
+    at = f" @{commit}" if commit else ""
     if suite.get("kind") == "kernelbench":
-        commit = (suite.get("commit") or "")[:7]
-        return f"KernelBench L{suite['level']}" + (f" @{commit}" if commit else "")
+        return f"KernelBench L{suite['level']}{at}"
+    if suite.get("kind") in ("tritonbench-t", "tritonbench-g"):
+        return f"TritonBench-{suite['channel']}{at}"
     return f"{suite.get('kind', 'suite')} {suite.get('path', '')}".strip()
 
 
 def field_table(measured: list[dict], published: dict) -> str:
     """Measured rows, then the published figures on the same benchmarks, each marked quoted with its source."""
     lines = [
-        "| model | benchmark | tasks | correct | fast_1 | verifier pass@1 (strict) | setting | figures |",
+        "| model | benchmark | tasks | correct | fast_1 | verifier pass@1 (strict) or audit | setting | figures |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in measured:
-        fast = "n/a (not timed)" if row["fast_1"] is None else f"{row['fast_1']:.3f}"
         per_task = row["samples"] / row["tasks"] if row["tasks"] else 0
         lines.append(
-            f"| {row['model']} | {row['benchmark']} | {row['tasks']} | {row['correct']:.3f} | {fast} | "
-            f"{row['pass@1']:.3f} | {per_task:g} samples per task, {row['device']} | measured {row['date']} |"
+            f"| {row['model']} | {row['benchmark']} | {row['tasks']} | {row['correct']} | {row['fast_1']} | "
+            f"{row['own']} | {per_task:g} samples per task, {row['device']} | measured {row['date']} |"
         )
     for figure in published["figures"]:
         cells = [_quoted(figure.get(name)) for name in ("correct", "fast_1")]

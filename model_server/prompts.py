@@ -7,8 +7,9 @@ nothing else in the project builds a prompt. Profiles:
 - `kernelllm`: a raw one-shot completion prompt (no chat template).
 - `chat`: a generic instruct model.
 
-`repair_messages` continues any chat profile with the verifier's report on a failed candidate;
-`improve_messages` asks for a faster kernel than a verified one, given its measured time.
+`instruction_messages` sends a benchmark's own instruction (TritonBench's) as it is, under every profile: the
+benchmark is measured with its own prompt. `repair_messages` continues any chat profile with the verifier's report
+on a failed candidate; `improve_messages` asks for a faster kernel than a verified one, given its measured time.
 """
 
 from __future__ import annotations
@@ -72,6 +73,11 @@ def messages(profile: str, task: str) -> list[dict[str, str]]:
     if profile == "kernelllm":
         return [{"role": "user", "content": completion_prompt(profile, task)}]
     raise ValueError(f"unknown prompt profile `{profile}`; available: {', '.join(PROFILES)}")
+
+
+def instruction_messages(instruction: str) -> list[dict[str, str]]:
+    """A benchmark's own instruction as the one user message (a `kernelllm` model gets its text as the raw prompt)."""
+    return [{"role": "user", "content": instruction}]
 
 
 def completion_prompt(profile: str, task: str) -> str:

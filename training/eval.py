@@ -4,7 +4,9 @@
 
 `--suite` is a directory of KernelBench task modules (`*.py` defining `Model`, `get_inputs` and
 `get_init_inputs`), an `rl.PROFILE.jsonl` file of `training.data` (its tasks of `--split`), or a level of KernelBench
-as released, `kernelbench:CLONE/level1` (`training/suites.py`). Each task gets
+as released, `kernelbench:CLONE/level1` (`training/suites.py`). A channel of TritonBench, `tritonbench-t:CLONE` or
+`tritonbench-g:CLONE`, is evaluated by its own rules (`training/tritonbench_score.py`); what follows is of the
+others. Each task gets
 `--samples` candidates from a model server backend (`inductor`, `transformers`, `vllm`, `openai`, built by the
 model server's own factory, prompted through `model_server/prompts.py`), and each candidate is verified in the
 verifier's sandbox under the strict policy (timed against eager and torch.compile on a GPU unless `--no-timing`).
@@ -57,8 +59,9 @@ import yaml
 
 from model_server import prompts
 from model_server.backends.transformers_backend import DTYPE_HELP, DTYPES
-from training import config, jsonl, rewards, suites
+from training import config, jsonl, rewards, suites, tritonbench, tritonbench_score
 from training.suites import SuiteTask
+from training.tritonbench import BenchTask
 from verifier import DEVICES, Task
 
 TASKS_FILE = "tasks.jsonl"
@@ -78,11 +81,13 @@ RESULT_ARGUMENTS = (
     "verify_device",
     "timing",
     "dtype",
+    "tritonbench_instruction",
 )
 MORE_K = (5, 10, 20, 50, 100)
 PLOT_POINTS = 200
 BASELINES = ("eager", "compile")
 KERNELBENCH_TOLERANCE = 1e-2  # KernelBench's harness: torch.allclose(rtol=1e-2, atol=1e-2)
+NO_MODEL = "the inductor backend converts PyTorch modules; TritonBench tasks need a model backend"
 
 
 @dataclass
@@ -93,7 +98,8 @@ class EvalArgs:
     suite: str = field(
         default="",
         metadata={
-            "help": "a directory of KernelBench task modules, an rl.PROFILE.jsonl file, or kernelbench:CLONE/levelN"
+            "help": "a directory of KernelBench task modules, an rl.PROFILE.jsonl file, kernelbench:CLONE/levelN, "
+            "or tritonbench-t:CLONE / tritonbench-g:CLONE"
         },
     )
     split: str = field(default="test", metadata={"help": "the records of this split, when --suite is a JSONL file"})
@@ -133,6 +139,9 @@ class EvalArgs:
         default=False, metadata={"help": "transformers: decode with a static KV cache, compiled on a GPU"}
     )
     dtype: str = field(default="auto", metadata={"help": DTYPE_HELP})
+    tritonbench_instruction: str = field(
+        default="simple", metadata={"help": "TritonBench suites: the benchmark's simple or complex instructions"}
+    )
 
     def __post_init__(self) -> None:
         if not self.output_dir:
@@ -146,6 +155,9 @@ class EvalArgs:
             raise ValueError(f"--device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if self.verify_device and self.verify_device not in DEVICES:
             raise ValueError(f"--verify-device must be one of {', '.join(DEVICES)}, got {self.verify_device!r}")
+        if self.tritonbench_instruction not in tritonbench.INSTRUCTIONS:
+            kinds = " or ".join(tritonbench.INSTRUCTIONS)
+            raise ValueError(f"--tritonbench-instruction must be {kinds}, got {self.tritonbench_instruction!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if min(self.samples, self.trials, self.workers, self.tensor_parallel, self.max_tokens, self.batch) < 1:
@@ -195,14 +207,23 @@ def evaluate(args: EvalArgs) -> int:
     started = time.monotonic()
     try:
         suite = suites.parse(args.suite)
-        tasks = suites.discover(suite, args.split, out, log=_log)
+        bench = suite.kind in suites.TRITONBENCH
+        if bench and args.backend == "inductor":
+            raise EvalError(f"{NO_MODEL} (transformers, vllm or openai)")
+        if bench:
+            tasks = suites.tritonbench_tasks(suite, args.tritonbench_instruction)
+        else:
+            tasks = suites.discover(suite, args.split, out, log=_log)
         check_resumable(args, out)
         config.save(args, out)
-        records, backend_name, model, device = run(tasks, args, out)
+        records, backend_name, model, device = (run_tritonbench if bench else run)(tasks, args, out)
     except KeyboardInterrupt:
         _log(f"stopped; the finished tasks are in {out / TASKS_FILE}: re-run the same command to go on")
         return 130
-    totals = summarize(records, args.ks, args.ps, timed=device == "cuda" and args.timing)
+    if bench:
+        totals = summarize_tritonbench(records, args.ks, suite.source["channel"], args.tritonbench_instruction)
+    else:
+        totals = summarize(records, args.ks, args.ps, timed=device == "cuda" and args.timing)
     totals |= {
         "suite": suite.source,
         "backend": backend_name,
@@ -213,8 +234,9 @@ def evaluate(args: EvalArgs) -> int:
     }
     results = {"tasks": records, "totals": totals}
     (out / RESULTS_FILE).write_text(json.dumps(results, indent=1) + "\n")
-    plot(records, totals, args.ps, out / "fast_p.png")
-    print(table(records, totals))
+    if not bench:
+        plot(records, totals, args.ps, out / "fast_p.png")
+    print(tritonbench_score.table(records, totals) if bench else table(records, totals))
     _log(f"wrote the results to {out}")
     return 0
 
@@ -295,12 +317,39 @@ def run(tasks: list[SuiteTask], args: EvalArgs, out: Path) -> tuple[list[dict], 
     """Evaluate every task not finished in an earlier run on `out`, appending each to `tasks.jsonl` as it
     finishes; every task's record (in suite order), the backend, model and device. As many tasks are under way as
     fill a generation batch (or keep the verifiers busy): their requests reach the backend together."""
-    from model_server.backends import BackendConfig, BackendError, create_backend
-    from verifier import SandboxStartError, VerifierPool
+    from verifier import VerifierPool
 
+    finished, pending = pending_tasks(tasks, out)
+    try:
+        pool = VerifierPool(size=args.workers, device=args.verify_device or args.device)
+    except ValueError as exc:
+        raise EvalError(f"--verify-device: {exc}" if args.verify_device else str(exc)) from exc
+    try:
+        backend = start_backend(args)
+    except EvalError:
+        pool.close()
+        raise
+    with pool, ThreadPoolExecutor(max_workers=args.workers) as verifiers:
+
+        def job(task: SuiteTask) -> tuple:
+            return evaluate_task, task, backend, pool, verifiers, args, out
+
+        record_all(pending, finished, job, args, out)
+    return [finished[(task.name, task.id)] for task in tasks], backend.name, model_name(args, backend), pool.device
+
+
+def pending_tasks(tasks: list, out: Path) -> tuple[dict, list]:
+    """The records `tasks.jsonl` holds, by (name, id), and the tasks (anything with a name and an id) it lacks."""
     finished = {(r["name"], r["id"]): r for r in jsonl.read(out / TASKS_FILE) if "name" in r and "id" in r}
     pending = [task for task in tasks if (task.name, task.id) not in finished]
     _log(f"{len(pending)} tasks to evaluate ({len(tasks) - len(pending)} finished in an earlier run)")
+    return finished, pending
+
+
+def start_backend(args: EvalArgs):
+    """The model server backend the arguments name (EvalError where it cannot start)."""
+    from model_server.backends import BackendConfig, BackendError, create_backend
+
     backend_config = BackendConfig(
         name=args.backend,
         model=args.model or None,
@@ -314,25 +363,30 @@ def run(tasks: list[SuiteTask], args: EvalArgs, out: Path) -> tuple[list[dict], 
         dtype=args.dtype,
     )
     try:
-        pool = VerifierPool(size=args.workers, device=args.verify_device or args.device)
-    except ValueError as exc:
-        raise EvalError(f"--verify-device: {exc}" if args.verify_device else str(exc)) from exc
-    try:
-        backend = create_backend(backend_config)
+        return create_backend(backend_config)
     except BackendError as exc:
-        pool.close()
         raise EvalError(str(exc)) from exc
-    model = args.model or ", ".join(backend.models())
+
+
+def model_name(args: EvalArgs, backend) -> str:
+    """The model `results.json` names: --model, else what the backend serves."""
+    return args.model or ", ".join(backend.models())
+
+
+def record_all(pending: list, finished: dict, job, args: EvalArgs, out: Path) -> None:
+    """Run `job(task)` (a function and its arguments, giving the task's record) for every pending task, as many at
+    once as fill a generation batch, adding each record to `finished` and appending it to `tasks.jsonl` as it
+    comes (one whose task could not be judged is not appended, so a re-run tries it again)."""
+    from verifier import SandboxStartError
+
     started = time.monotonic()
     with (
-        pool,
-        ThreadPoolExecutor(max_workers=args.workers) as verifiers,
         ThreadPoolExecutor(max_workers=max(args.workers, args.batch // args.samples)) as workers,
         (out / TASKS_FILE).open("a") as log,
     ):
         if log.tell() and not (out / TASKS_FILE).read_bytes().endswith(b"\n"):
             log.write("\n")  # after a line an interrupted run cut short, which is then skipped on reading
-        futures = {workers.submit(evaluate_task, task, backend, pool, verifiers, args, out): task for task in pending}
+        futures = {workers.submit(*job(task)): task for task in pending}
         try:
             for number, future in enumerate(as_completed(futures), 1):
                 try:
@@ -340,7 +394,7 @@ def run(tasks: list[SuiteTask], args: EvalArgs, out: Path) -> tuple[list[dict], 
                 except SandboxStartError as exc:
                     raise EvalError(f"the verifier's sandbox cannot start: {exc}") from exc
                 finished[(record["name"], record["id"])] = record
-                if not record.get("unverified"):  # else a re-run tries the task again
+                if not record.get("unverified"):
                     log.write(json.dumps(record) + "\n")
                     log.flush()
                 rate = number / max(time.monotonic() - started, 1e-9) * 60
@@ -352,13 +406,12 @@ def run(tasks: list[SuiteTask], args: EvalArgs, out: Path) -> tuple[list[dict], 
                 )
         finally:
             workers.shutdown(wait=True, cancel_futures=True)
-    return [finished[(task.name, task.id)] for task in tasks], backend.name, model, pool.device
 
 
 def evaluate_task(task: SuiteTask, backend, pool, verifiers: Executor, args: EvalArgs, out: Path) -> dict:
     """One task's record: its samples from `backend`, each verified on `pool` (through `verifiers`, so the
     samples of a task are verified at once), or why there are none."""
-    from model_server.backends.base import GenerationRequest, collect
+    from model_server.backends.base import GenerationRequest
     from verifier import TaskError
 
     started = time.monotonic()
@@ -366,24 +419,10 @@ def evaluate_task(task: SuiteTask, backend, pool, verifiers: Executor, args: Eva
     request = GenerationRequest(
         task.task, args.samples, pool.device, temperature=args.temperature, max_tokens=args.max_tokens
     )
-    not_made: list[str] = []
-    try:
-        generated, not_made = collect(backend, request)
-    except Exception as exc:  # any failure of one task's generation is that task's outcome, not the run's
-        record["error"] = f"generation failed: {_describe(exc)}"
-        if _out_of_memory(exc):  # the machine's state, not the model's: a re-run tries again
-            record["unverified"] = True
-        generated = []
-    record["shortfall"] = not_made
+    generated = generate(backend, request, record)
     if record.get("unverified"):
         return record | {"seconds": round(time.monotonic() - started, 2)}
-    if not generated and record["error"] is None:
-        record["error"] = "generation failed: the backend returned no candidate"
-    folder = out / "candidates" / task.name
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / f"sample_{number}.py" for number in range(len(generated))]
-    for path, candidate in zip(paths, generated, strict=True):
-        path.write_text(candidate.source)
+    paths = write_candidates(generated, out / "candidates" / task.name)
     futures = [
         verifiers.submit(verify_sample, pool, task.task, candidate.source, path.name, args)
         for path, candidate in zip(paths, generated, strict=True)
@@ -400,6 +439,35 @@ def evaluate_task(task: SuiteTask, backend, pool, verifiers: Executor, args: Eva
     record["correct"] = sum(sample["correct"] for sample in samples)
     record["seconds"] = round(time.monotonic() - started, 2)
     return record
+
+
+def generate(backend, request, record: dict) -> list:
+    """The candidates `backend` makes for `request`; where it fails, or makes none, `record` says so (its `error`,
+    and `unverified` where generation ran out of memory: the machine's state, not the model's). `shortfall` says
+    why fewer were made than asked."""
+    from model_server.backends.base import collect
+
+    not_made: list[str] = []
+    try:
+        generated, not_made = collect(backend, request)
+    except Exception as exc:  # any failure of one task's generation is that task's outcome, not the run's
+        record["error"] = f"generation failed: {_describe(exc)}"
+        if _out_of_memory(exc):  # a re-run tries again
+            record["unverified"] = True
+        generated = []
+    record["shortfall"] = not_made
+    if not generated and record["error"] is None:
+        record["error"] = "generation failed: the backend returned no candidate"
+    return generated
+
+
+def write_candidates(generated: list, folder: Path) -> list[Path]:
+    """Each candidate's source written to `folder/sample_I.py`; the paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"sample_{number}.py" for number in range(len(generated))]
+    for path, candidate in zip(paths, generated, strict=True):
+        path.write_text(candidate.source)
+    return paths
 
 
 def verify_sample(pool, task: Task, candidate: str, origin: str, args: EvalArgs) -> dict:
@@ -428,6 +496,101 @@ def verify_sample(pool, task: Task, candidate: str, origin: str, args: EvalArgs)
     }
 
 
+# ---------------------------------------------------------------- TritonBench
+
+
+def run_tritonbench(tasks: list[BenchTask], args: EvalArgs, out: Path) -> tuple[list[dict], str, str, str]:
+    """`run` for a TritonBench suite: no verifier pool, each task's programs run in one-off sandboxes
+    (`training/tritonbench_score.py`) on the device candidates are verified on."""
+    from verifier import resolve_device
+
+    try:
+        device = resolve_device(args.verify_device or args.device)
+    except ValueError as exc:
+        raise EvalError(f"--verify-device: {exc}" if args.verify_device else str(exc)) from exc
+    finished, pending = pending_tasks(tasks, out)
+    backend = start_backend(args)
+    with ThreadPoolExecutor(max_workers=args.workers) as runners:
+
+        def job(task: BenchTask) -> tuple:
+            return evaluate_tritonbench_task, task, backend, runners, device, args, out
+
+        record_all(pending, finished, job, args, out)
+    return [finished[(t.name, t.id)] for t in tasks], backend.name, model_name(args, backend), device
+
+
+def evaluate_tritonbench_task(
+    task: BenchTask, backend, runners: Executor, device: str, args: EvalArgs, out: Path
+) -> dict:
+    """One TritonBench task's record: the reference's run, then the samples `backend` writes for the task's own
+    instruction, each run and scored, or why there are none. Every program runs through `runners` (so a task's
+    samples run at once, and no more programs than --workers run at a time). `correct` counts the samples that pass
+    execution, `call` those that pass the call test."""
+    from model_server.backends.base import GenerationRequest
+
+    started = time.monotonic()
+    record = {"name": task.name, "path": str(task.path), "id": task.id, "samples": [], "correct": 0, "call": 0}
+    record["error"] = None
+    reference = runners.submit(tritonbench_score.reference_run, task, device, args.timeout, out).result()
+    if not reference["call"]:
+        error = f"the reference fails on {device}: {tritonbench_score.failure_line(reference)}"
+        return record | {"error": error, "unverified": True, "seconds": round(time.monotonic() - started, 2)}
+    record["reference_reproducible"] = reference["reproducible"]
+    request = GenerationRequest(
+        None, args.samples, device, temperature=args.temperature, max_tokens=args.max_tokens, prompt=task.instruction
+    )
+    generated = generate(backend, request, record)
+    if record.get("unverified"):
+        return record | {"seconds": round(time.monotonic() - started, 2)}
+    paths = write_candidates(generated, out / "candidates" / task.name)
+    futures = [
+        runners.submit(tritonbench_score.score, task, candidate.source, reference, device, args.timeout)
+        for candidate in generated
+    ]
+    samples = [future.result() for future in futures]
+    for sample, path in zip(samples, paths, strict=True):
+        sample["candidate"] = str(path.relative_to(out))
+    record["samples"] = samples
+    record["correct"] = sum(sample["exec"] for sample in samples)
+    record["call"] = sum(sample["call"] for sample in samples)
+    record["seconds"] = round(time.monotonic() - started, 2)
+    return record
+
+
+def summarize_tritonbench(records: list[dict], ks: list[int], channel: str, instruction: str) -> dict:
+    """The totals over the TritonBench tasks whose reference ran: call and execution accuracy (pass@1 of `call` and
+    of `exec`, a mean over tasks), pass@k of `exec`, the share of samples that pass `exec` with the audit clean, and
+    counts."""
+    unverified = [r["name"] for r in records if r.get("unverified")]
+    records = [r for r in records if not r.get("unverified")]
+    samples = [s for r in records for s in r["samples"]]
+    return {
+        "tasks": len(records),
+        "samples": len(samples),
+        "correct_samples": sum(s["exec"] for s in samples),
+        "tasks_solved": sum(r["correct"] > 0 for r in records),
+        "tasks_failed_to_generate": sum(bool(r["error"]) and not r["samples"] for r in records),
+        "tasks_unverified": unverified,
+        "pass@k": {str(k): _mean_pass(records, "correct", k) for k in ks},
+        "tritonbench": {
+            "channel": channel,
+            "instruction": instruction,
+            "call_accuracy": _mean_pass(records, "call", 1),
+            "exec_accuracy": _mean_pass(records, "correct", 1),
+            "exec_audit_clean": mean_share(records, tritonbench_score.clean_pass),
+            "references_not_reproducible": [r["name"] for r in records if r.get("reference_reproducible") is False],
+            "exec_rule": "exit 0, and stdout then test_results printed exactly as the reference's (fixed seed)",
+        },
+        "verdicts": dict(sorted(collections.Counter(s["verdict"] for s in samples).items())),
+    }
+
+
+def _mean_pass(records: list[dict], key: str, k: int) -> float:
+    """The mean over tasks of pass@k, counting a task's samples that pass by its record's `key` count."""
+    values = [pass_at_k(len(r["samples"]), r[key], k) for r in records]
+    return sum(values) / len(values) if values else 0.0
+
+
 # ---------------------------------------------------------------- metrics
 
 
@@ -448,10 +611,10 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 def fast_p(records: list[dict], p: float, baseline: str, correct: str = "correct") -> float:
     """The mean over tasks of the share of a task's samples that are correct (by the sample's key `correct`) with a
     speedup above `p` against `baseline` (`eager` or `compile`); a task without samples counts as 0."""
-    return _mean_share(records, lambda s: s.get(correct) and (s.get(f"speedup_vs_{baseline}") or 0.0) > p)
+    return mean_share(records, lambda s: s.get(correct) and (s.get(f"speedup_vs_{baseline}") or 0.0) > p)
 
 
-def _mean_share(records: list[dict], holds) -> float:
+def mean_share(records: list[dict], holds) -> float:
     """The mean over tasks of the share of a task's samples for which `holds`; a task without samples is 0."""
     if not records:
         return 0.0
@@ -474,7 +637,7 @@ def summarize(records: list[dict], ks: list[int], ps: list[float], timed: bool) 
         fast["note"] = None
     kernelbench = {
         "tolerance": KERNELBENCH_TOLERANCE,
-        "correct": _mean_share(records, lambda s: s.get("kernelbench_correct")),
+        "correct": mean_share(records, lambda s: s.get("kernelbench_correct")),
         "fast_p": {f"{p:g}": fast_p(records, p, "eager", "kernelbench_correct") for p in ps} if timed else None,
     }
     samples = [s for r in records for s in r["samples"]]

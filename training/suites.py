@@ -6,7 +6,10 @@ A suite is named by `--suite`:
 - an `rl.PROFILE.jsonl` file of `training.data` (the records of one split, written out as modules);
 - `kernelbench:PATH`, a level of ScalingIntelligence/KernelBench as its repository releases it: PATH is the level's
   folder (`CLONE/KernelBench/level1`) or the clone with the level after it (`CLONE/level1`). Its problems are named
-  `l1_19_ReLU` and taken in the order of their numbers, and the results record the clone's commit.
+  `l1_19_ReLU` and taken in the order of their numbers, and the results record the clone's commit;
+- `tritonbench-t:PATH` or `tritonbench-g:PATH`, a channel of thunlp/TritonBench as released: PATH is the clone or its
+  `data` folder. Its tasks are not KernelBench modules: `training/tritonbench.py` reads them, and the results record
+  the clone's commit too.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from training import jsonl
+from training import jsonl, tritonbench
 from verifier import Task
 
 TASKS_DIR = "tasks"  # a JSONL suite's tasks, written out as modules under the output directory
 KERNELBENCH = "kernelbench"
-KINDS = (KERNELBENCH,)
+TRITONBENCH = ("tritonbench-t", "tritonbench-g")
+KINDS = (KERNELBENCH, *TRITONBENCH)
 LEVEL = re.compile(r"level(\d+)$")
 PROBLEM = re.compile(r"(\d+)_")
 GIT_SECONDS = 10
@@ -55,8 +59,14 @@ class Suite:
 def parse(spec: str) -> Suite:
     """The suite `spec` names, checked to exist; SuiteError says what is wrong."""
     kind, _, rest = spec.partition(":")
-    if rest and kind in KINDS:
+    if rest and kind == KERNELBENCH:
         return _kernelbench(Path(rest).expanduser())
+    if rest and kind in TRITONBENCH:
+        try:
+            data, source = tritonbench.locate(kind, Path(rest).expanduser())
+        except tritonbench.FormatError as exc:
+            raise SuiteError(str(exc)) from None
+        return Suite(kind, data, source | {"commit": _commit(data)})
     if rest and re.fullmatch(r"[a-z][a-z0-9-]+", kind) and not Path(spec).exists():
         raise SuiteError(f"--suite {spec}: unknown benchmark `{kind}` (known: {', '.join(KINDS)})")
     path = Path(spec).expanduser()
@@ -64,7 +74,7 @@ def parse(spec: str) -> Suite:
         return Suite("folder", path, {"kind": "folder", "path": str(path)})
     if path.is_file() and path.suffix == ".jsonl":
         return Suite("records", path, {"kind": "records", "path": str(path)})
-    raise SuiteError(f"--suite: not a directory, a .jsonl file or kernelbench:PATH: {spec}")
+    raise SuiteError(f"--suite: not a directory, a .jsonl file, kernelbench:PATH or tritonbench-t/g:PATH: {spec}")
 
 
 def discover(suite: Suite, split: str, out: Path, log=print) -> list[SuiteTask]:
@@ -98,6 +108,14 @@ def discover(suite: Suite, split: str, out: Path, log=print) -> list[SuiteTask]:
     if skipped:
         log(f"skipped {len(skipped)} file(s) that are not tasks: {', '.join(skipped)}")
     return tasks
+
+
+def tritonbench_tasks(suite: Suite, instruction: str) -> list[tritonbench.BenchTask]:
+    """A TritonBench suite's tasks, each with its instruction of kind `instruction` (simple or complex)."""
+    try:
+        return tritonbench.discover(suite.kind, suite.path, instruction)
+    except tritonbench.FormatError as exc:
+        raise SuiteError(str(exc)) from None
 
 
 def _kernelbench(path: Path) -> Suite:

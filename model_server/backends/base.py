@@ -17,9 +17,12 @@ class BackendError(Exception):
 
 @dataclass
 class GenerationRequest:
-    """One round of generation: the task, how many candidates, and the reports of the last round's failures."""
+    """One round of generation: the task, how many candidates, and the reports of the last round's failures.
+    `prompt`, where set, is a benchmark's own instruction (TritonBench): a model backend sends it as it is, as the
+    one user message, instead of a prompt built from the task, which is then None. The `inductor` backend converts
+    a task and cannot take it (`training.eval` refuses the pairing)."""
 
-    task: Task
+    task: Task | None
     samples: int
     device: str
     round: int = 1
@@ -32,6 +35,7 @@ class GenerationRequest:
     max_tokens: int | None = None
     # For a backend that `improves`: the best verified candidate so far (source, label, its report's timing)
     best: dict | None = None
+    prompt: str | None = None
 
     def seconds_left(self, limit: float) -> float:
         """How long generation may still take: `limit`, cut to what the deadline leaves."""

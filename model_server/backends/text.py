@@ -18,7 +18,10 @@ def check_profile(profile: str) -> str:
 def conversations(profile: str, task: str, request: GenerationRequest) -> list[tuple[list[dict], int]]:
     """(messages, samples) pairs for one round: the conversion prompt in round 1, then one repair
     conversation per failed candidate of the last round, the samples spread over them; where the request holds
-    a verified candidate to improve on, the one conversation that asks for a faster kernel."""
+    a verified candidate to improve on, the one conversation that asks for a faster kernel. A request's own
+    `prompt` is the one conversation, whatever the round."""
+    if request.prompt is not None:
+        return [(prompts.instruction_messages(request.prompt), request.samples)]
     if request.round > 1 and request.best is not None:
         best = request.best
         return [(prompts.improve_messages(profile, task, best["source"], best["timing"]), request.samples)]
@@ -32,9 +35,12 @@ def conversations(profile: str, task: str, request: GenerationRequest) -> list[t
     ]
 
 
-def candidates_from_replies(profile: str, replies: list[str]) -> list[Generated]:
+def candidates_from_replies(profile: str | None, replies: list[str]) -> list[Generated]:
     """Each reply's code block, or the reply itself when it has none: a garbage reply is still verified, so it
-    gets a verdict and a report (never silently dropped)."""
+    gets a verdict and a report (never silently dropped). `profile` None: replies to a request's own prompt, which
+    opened no code block."""
+    if profile is None:
+        return [Generated(prompts.extract_code(reply) or reply) for reply in replies]
     return [Generated(prompts.reply_code(profile, reply) or reply) for reply in replies]
 
 
@@ -50,9 +56,10 @@ class TextBackend:
 
     def generate(self, request: GenerationRequest) -> Iterator[Batch]:
         replies = []
-        for messages, count in conversations(self.profile, request.task.source, request):
+        task = request.task.source if request.task is not None else ""
+        for messages, count in conversations(self.profile, task, request):
             replies.extend(self.chat(messages, count, request.max_tokens, request.temperature))
-        yield Batch(candidates_from_replies(self.profile, replies))
+        yield Batch(candidates_from_replies(self.profile if request.prompt is None else None, replies))
 
     def chat(self, messages: list[dict], n: int = 1, max_tokens: int | None = None, temperature: float | None = None):
         """`n` sampled replies to a conversation (the last message as a raw prompt for the `kernelllm` profile)."""

@@ -151,3 +151,30 @@ def test_published_needs_each_evaluation_s_totals(tmp_path):
     )
     assert done.returncode == 2
     assert f"{old}/results.json lacks what the table needs ('backend')" in done.stderr
+
+
+def test_a_tritonbench_evaluation_stands_beside_the_published_tritonbench_figures(tmp_path):
+    out = tmp_path / "tb"
+    out.mkdir()
+    totals = {
+        "backend": "openai",
+        "model": "m",
+        "tasks": 4,
+        "samples": 8,
+        "device": "cuda",
+        "date": "2026-11-28T14:00:00+00:00",
+        "suite": {"kind": "tritonbench-g", "channel": "G", "path": "/x/data", "commit": "0123456789abcdef"},
+        "tritonbench": {"call_accuracy": 0.5, "exec_accuracy": 0.25, "exec_audit_clean": 0.125},
+        "pass@k": {"1": 0.25},
+    }
+    (out / "results.json").write_text(json.dumps({"tasks": [], "totals": totals}))
+    done = subprocess.run(
+        [sys.executable, str(COMPARE), "--published", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    measured, *quoted = [line for line in done.stdout.splitlines() if "TritonBench-G" in line]
+    assert measured == (
+        "| openai m | TritonBench-G @0123456 | 4 | 0.250 (call 0.500) | n/a (not timed) | 0.125 (exec, audit clean) "
+        "| 2 samples per task, cuda | measured 2026-11-28 |"
+    )
+    assert quoted and all("quoted: AutoTriton paper" in line for line in quoted)

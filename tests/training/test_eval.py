@@ -149,7 +149,10 @@ def test_k_defaults_to_1_and_the_usual_values_up_to_the_samples(tmp_path):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--suite", "no/such/dir"], "--suite: not a directory, a .jsonl file or kernelbench:PATH: no/such/dir"),
+        (
+            ["--suite", "no/such/dir"],
+            "--suite: not a directory, a .jsonl file, kernelbench:PATH or tritonbench-t/g:PATH: no/such/dir",
+        ),
         (["--suite", "tritonbench-x:dir"], "--suite tritonbench-x:dir: unknown benchmark `tritonbench-x`"),
         (["--samples", "2", "--k", "1", "3"], "--k values must be between 1 and --samples (2)"),
         (["--fast-p", "fast"], "--fast-p numbers"),

@@ -61,8 +61,9 @@ def test_a_kernelbench_folder_outside_git_has_no_commit(tmp_path):
     [
         ("kernelbench:{tmp}", "name a level, e.g. kernelbench:{tmp}/level1"),
         ("kernelbench:{tmp}/level9", "no such level folder (looked at {tmp}/level9 and {tmp}/KernelBench/level9)"),
-        ("tritonbench-x:{tmp}", "unknown benchmark `tritonbench-x` (known: kernelbench)"),
-        ("{tmp}/nothing.txt", "not a directory, a .jsonl file or kernelbench:PATH"),
+        ("tritonbench-x:{tmp}", "unknown benchmark `tritonbench-x` (known: kernelbench, tritonbench-t, tritonbench-g)"),
+        ("tritonbench-g:{tmp}", "--suite tritonbench-g:{tmp}: not a TritonBench clone, {tmp} lacks TritonBench_G_v1/"),
+        ("{tmp}/nothing.txt", "not a directory, a .jsonl file, kernelbench:PATH or tritonbench-t/g:PATH"),
     ],
 )
 def test_a_suite_that_cannot_be_read_is_named(tmp_path, spec, message):
