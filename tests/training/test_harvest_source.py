@@ -141,6 +141,25 @@ def test_harvest_writes_the_refusals_beside_the_tasks_and_training_data_counts_t
     assert "harvest:transformers.LlamaMLP:small" in {t.origin for t in tasks}
 
 
+def test_a_second_block_of_the_same_class_name_is_refused_not_written_over_the_first(monkeypatch, tmp_path):
+    """Task files are named by library, class and size: a class name that two modules define is harvested once.
+    The library walk is replaced by two made tasks (the real walk is the transformers tests above)."""
+
+    def made(path: str, source: str) -> harvest_libraries.Made:
+        block = harvest_libraries.Block("transformers", "SharedNorm", path, (), "", "", ("x",), "norm")
+        return harvest_libraries.Made(block, "small", source)
+
+    monkeypatch.setattr(harvest_libraries, "blocks", lambda library: ([], []))
+    first, second = made("family_a.modeling", "first = 1\n"), made("family_b.modeling", "second = 2\n")
+    monkeypatch.setattr(harvest_libraries, "harvest", lambda blocks, sizes: [first, second])
+    refused: list[harvest.Refusal] = []
+    [path] = harvest.write(tmp_path, ["transformers"], ["small"], refused)
+    assert path.name == "transformers_SharedNorm_small.py" and path.read_text() == "first = 1\n"
+    [refusal] = refused
+    assert refusal.what == "family_b.modeling.SharedNorm"
+    assert refusal.reason == "the class name is taken: family_a.modeling.SharedNorm was harvested first"
+
+
 @pytest.mark.parametrize("library", ["timm", "torchvision"])
 def test_vision_libraries_harvest_tasks_that_load(library, tmp_path):
     pytest.importorskip(library)
