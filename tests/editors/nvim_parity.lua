@@ -64,8 +64,26 @@ end, vim.lsp.codelens.get(task_buf))
 local before = table.concat(vim.api.nvim_buf_get_lines(task_buf, 0, -1, false), "\n")
 vim.api.nvim_win_set_cursor(0, { tonumber(env.TRITONIZE_LINE), 0 })
 tritonize.last_result = nil
+local function parent(pid)
+  local stat = io.open("/proc/" .. pid .. "/stat")
+  if stat == nil then return nil end
+  local text = stat:read("*a")
+  stat:close()
+  return tonumber(text:match("%) %S+ (%d+)"))
+end
+
+-- The capture processes of this test's model server (a child of the test's process): a parallel run's other
+-- tests start captures of their own meanwhile.
 local function captures()
-  return vim.trim(vim.fn.system({ "pgrep", "-f", "model_server.inductor.capture" }))
+  local test_pid, ours = tonumber(env.TRITONIZE_TEST_PID), {}
+  for pid in vim.fn.system({ "pgrep", "-f", "model_server.inductor.capture" }):gmatch("%d+") do
+    local ancestor = tonumber(pid)
+    while ancestor ~= nil and ancestor > 1 and ancestor ~= test_pid do
+      ancestor = parent(ancestor)
+    end
+    if ancestor == test_pid then table.insert(ours, pid) end
+  end
+  return table.concat(ours, " ")
 end
 vim.cmd("TritonizeConvert")
 results.capture_running = vim.wait(60000, function() return captures() ~= "" end, 100)

@@ -59,6 +59,7 @@ def _run_nvim(script: str, model_server: str, tmp_path: Path, files: dict[str, P
         "TRITONIZE_PYTHON": sys.executable,
         "TRITONIZE_SERVER": model_server,
         "TRITONIZE_LINE": str(line),
+        "TRITONIZE_TEST_PID": str(os.getpid()),  # whose processes are this test's (others run beside it in parallel)
         "PYTHONPATH": str(ROOT),
         "XDG_STATE_HOME": str(tmp_path / "state"),
         **{f"TRITONIZE_{key}": str(path) for key, path in files.items()},

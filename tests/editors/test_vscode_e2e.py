@@ -37,6 +37,7 @@ from tests.model_server import serving
 from tests.test_project import ROOT
 from tests.verifier.audit.helpers import HEADER
 from tests.verifier.audit.test_memory import ROW_STRIDE
+from verifier import procs
 
 CACHE = Path(os.environ.get("TRITONIZE_E2E_CACHE", vscode_build.EXTENSION / "e2e" / ".cache"))
 CODE_SERVER = CACHE / "code-server" / "node_modules" / ".bin" / "code-server"
@@ -325,9 +326,11 @@ def _cancel(page, workspace: Path, model_server: str) -> None:
 
 
 def _captures() -> list[str]:
-    """The pids of Inductor capture processes running on this machine (the model server's compile sandbox)."""
+    """The pids of Inductor capture processes this test's model server runs (its compile sandbox), or that lost
+    their parent; other tests' captures, in a parallel run, are neither."""
     found = subprocess.run(["pgrep", "-f", "model_server.inductor.capture"], capture_output=True, text=True)
-    return found.stdout.split()
+    ours = {str(pid) for pid in [*procs.descendants(os.getpid()), *procs.children(1)]}
+    return [pid for pid in found.stdout.split() if pid in ours]
 
 
 def _hover(page, finding, screenshot: Path) -> None:
