@@ -561,16 +561,10 @@ def summarize_tritonbench(records: list[dict], ks: list[int], channel: str, inst
     """The totals over the TritonBench tasks whose reference ran: call and execution accuracy (pass@1 of `call` and
     of `exec`, a mean over tasks), pass@k of `exec`, the share of samples that pass `exec` with the audit clean, and
     counts."""
-    unverified = [r["name"] for r in records if r.get("unverified")]
-    records = [r for r in records if not r.get("unverified")]
+    counts, records = _counts(records)
     samples = [s for r in records for s in r["samples"]]
     return {
-        "tasks": len(records),
-        "samples": len(samples),
-        "correct_samples": sum(s["exec"] for s in samples),
-        "tasks_solved": sum(r["correct"] > 0 for r in records),
-        "tasks_failed_to_generate": sum(bool(r["error"]) and not r["samples"] for r in records),
-        "tasks_unverified": unverified,
+        **counts,
         "pass@k": {str(k): _mean_pass(records, "correct", k) for k in ks},
         "tritonbench": {
             "channel": channel,
@@ -583,6 +577,23 @@ def summarize_tritonbench(records: list[dict], ks: list[int], channel: str, inst
         },
         "verdicts": dict(sorted(collections.Counter(s["verdict"] for s in samples).items())),
     }
+
+
+def _counts(records: list[dict]) -> tuple[dict, list[dict]]:
+    """The counts every suite's totals open with, over the tasks that could be judged (a sample's `correct` is its
+    pass by the suite's rule), and those tasks; a task whose own run failed is listed apart and not counted."""
+    unverified = [r["name"] for r in records if r.get("unverified")]
+    records = [r for r in records if not r.get("unverified")]
+    samples = [s for r in records for s in r["samples"]]
+    counts = {
+        "tasks": len(records),
+        "samples": len(samples),
+        "correct_samples": sum(s["correct"] for s in samples),
+        "tasks_solved": sum(r["correct"] > 0 for r in records),
+        "tasks_failed_to_generate": sum(bool(r["error"]) and not r["samples"] for r in records),
+        "tasks_unverified": unverified,
+    }
+    return counts, records
 
 
 def _mean_pass(records: list[dict], key: str, k: int) -> float:
@@ -625,12 +636,7 @@ def mean_share(records: list[dict], holds) -> float:
 def summarize(records: list[dict], ks: list[int], ps: list[float], timed: bool) -> dict:
     """The totals over the tasks that could be verified: pass@k, fast_p (null without timings), and counts; a task
     whose own run failed says nothing of the model, so it is listed apart and not counted."""
-    unverified = [r["name"] for r in records if r.get("unverified")]
-    records = [r for r in records if not r.get("unverified")]
-    pass_k = {}
-    for k in ks:
-        values = [pass_at_k(len(r["samples"]), r["correct"], k) for r in records]
-        pass_k[str(k)] = sum(values) / len(values) if values else 0.0
+    counts, records = _counts(records)
     fast = {"eager": None, "compile": None, "note": "no timings on a CPU or with --no-timing"}
     if timed:
         fast = {baseline: {f"{p:g}": fast_p(records, p, baseline) for p in ps} for baseline in BASELINES}
@@ -642,13 +648,8 @@ def summarize(records: list[dict], ks: list[int], ps: list[float], timed: bool) 
     }
     samples = [s for r in records for s in r["samples"]]
     return {
-        "tasks": len(records),
-        "samples": len(samples),
-        "correct_samples": sum(s["correct"] for s in samples),
-        "tasks_solved": sum(r["correct"] > 0 for r in records),
-        "tasks_failed_to_generate": sum(bool(r["error"]) and not r["samples"] for r in records),
-        "tasks_unverified": unverified,
-        "pass@k": pass_k,
+        **counts,
+        "pass@k": {str(k): _mean_pass(records, "correct", k) for k in ks},
         "fast_p": fast,
         "kernelbench": kernelbench,
         "verdicts": dict(collections.Counter(s["verdict"] for s in samples)),
