@@ -5,9 +5,10 @@ the backend spends conversion time on a tuned capture of pointwise, reduction, s
 
 Each task (KernelBench format, trusted benchmark input: it runs in this process) is compiled three ways on the
 GPU: Inductor's defaults, `coordinate_descent_tuning` (Inductor searches each kernel's block sizes and warps
-around its heuristic choice), and that plus `max_autotune_pointwise` (every kernel autotuned over a wider config
-list). Prints the median time of each (`triton.testing.do_bench`), its ratio to the defaults, and the compile
-seconds. Needs CUDA.
+around its heuristic choice), and that tuning with each of Inductor's other reduction strategies: looped instead of
+persistent reductions (a row too long for one block is walked in a loop), no split reductions (one kernel reduces a
+whole row, however long), cooperative reductions (the blocks of one row reduce together in one kernel). Prints the
+median time of each (`triton.testing.do_bench`), its ratio to the defaults, and the compile seconds. Needs CUDA.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from pathlib import Path
 MODES = {
     "default": {},
     "coordinate descent": {"coordinate_descent_tuning": True},
-    "+ max-autotune pointwise": {"coordinate_descent_tuning": True, "max_autotune_pointwise": True},
+    "+ looped reductions": {"coordinate_descent_tuning": True, "triton.persistent_reductions": False},
+    "+ no split reductions": {"coordinate_descent_tuning": True, "split_reductions": False},
+    "+ cooperative reductions": {"coordinate_descent_tuning": True, "triton.cooperative_reductions": True},
 }
 
 
@@ -43,13 +46,12 @@ def main() -> None:
             for name in MODES
         ]
         print(f"{path.stem[:44]:<44} {row['eager_ms']:9.3f} " + " ".join(f"{cell:>26}" for cell in cells), flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
+        if args.json:  # after every task, so a run stopped at its time limit keeps what it measured
+            args.json.write_text(json.dumps(rows, indent=1))
 
 
 def _measure(path: Path) -> dict:
     import torch
-    import torch._inductor.config as inductor_config
     from triton.testing import do_bench
 
     from verifier import load_module, seed_everything
@@ -64,14 +66,25 @@ def _measure(path: Path) -> dict:
         row["eager_ms"] = do_bench(lambda: model(*inputs))
         for name, settings in MODES.items():
             torch._dynamo.reset()
-            with inductor_config.patch({"fx_graph_cache": False, **settings}):
-                compiled = torch.compile(model)
-                started = time.perf_counter()
-                compiled(*inputs)
-                torch.cuda.synchronize()
-                compile_s = time.perf_counter() - started
-                row[name] = {"ms": do_bench(lambda run=compiled: run(*inputs)), "compile_s": round(compile_s, 2)}
+            try:
+                row[name] = _compiled_time(model, inputs, settings)
+            except Exception as exc:  # a strategy Inductor cannot apply to this task; the others still run
+                row[name] = {"ms": float("nan"), "compile_s": float("nan"), "error": f"{type(exc).__name__}: {exc}"}
     return row
+
+
+def _compiled_time(model, inputs: list, settings: dict) -> dict:
+    import torch
+    import torch._inductor.config as inductor_config
+    from triton.testing import do_bench
+
+    with inductor_config.patch({"fx_graph_cache": False, **settings}):
+        compiled = torch.compile(model)
+        started = time.perf_counter()
+        compiled(*inputs)
+        torch.cuda.synchronize()
+        compile_s = time.perf_counter() - started
+        return {"ms": do_bench(lambda: compiled(*inputs)), "compile_s": round(compile_s, 2)}
 
 
 if __name__ == "__main__":

@@ -1,0 +1,32 @@
+# Issue 36: Inductor's reduction strategies (persistent, looped, split, cooperative) on the published reduction and
+# norm tasks; the inductor backend's GPU tests; the project's matmul on an irregular shape, its aligned copy included.
+# `bash benchmarks/results/2026-11-28-reductions/gpu.sh STEP` from the repository root on a 4-GPU machine; logs to $OUT.
+#   probe  GPUs 0, 1 and 3: benchmarks/inductor_tuning.py on the reduction tasks (three parts); GPU 2: the inductor
+#          backend's GPU tests; GPU 3 first: benchmarks/matmul_gemm.py on the irregular and L1 17 shapes
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null; export PYTHONPATH=/tmp/site:$PWD
+nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv > $OUT/gpu-$1.txt
+nproc >> $OUT/gpu-$1.txt
+python3 -c "import torch, triton; print(torch.__version__, triton.__version__)" >> $OUT/gpu-$1.txt
+cat $OUT/gpu-$1.txt
+P=benchmarks/tasks/published
+PART_A="$P/softmax_wide.py $P/log_softmax_wide.py $P/layernorm.py $P/rmsnorm.py $P/groupnorm.py $P/instancenorm.py \
+  $P/batchnorm2d_train.py"
+PART_B="$P/cross_entropy.py $P/kl_div_loss.py $P/cosine_similarity_loss.py $P/sum_reduction.py $P/mean_reduction.py \
+  $P/max_reduction.py $P/min_reduction.py"
+PART_C="$P/argmax.py $P/argmin.py $P/cumsum.py $P/mse_loss.py $P/hinge_loss.py $P/huber_loss.py"
+case $1 in
+  probe)
+    CUDA_VISIBLE_DEVICES=0 timeout 540 python3 benchmarks/inductor_tuning.py $PART_A --json $OUT/tuning-a.json \
+      > $OUT/tuning-a.txt 2>&1 &
+    CUDA_VISIBLE_DEVICES=1 timeout 540 python3 benchmarks/inductor_tuning.py $PART_B --json $OUT/tuning-b.json \
+      > $OUT/tuning-b.txt 2>&1 &
+    CUDA_VISIBLE_DEVICES=2 TRITONIZE_CACHE=/tmp/cache-t timeout 540 python3 -m pytest -q -m gpu -p no:cacheprovider \
+      tests/model_server/test_inductor_backend.py > $OUT/tests-backend.log 2>&1 &
+    (CUDA_VISIBLE_DEVICES=3 timeout 150 python3 benchmarks/matmul_gemm.py --only irregular kb-l1-17-shape \
+      --json $OUT/sweep-irregular.json > $OUT/sweep-irregular.txt 2>&1
+     CUDA_VISIBLE_DEVICES=3 timeout 380 python3 benchmarks/inductor_tuning.py $PART_C --json $OUT/tuning-c.json \
+      > $OUT/tuning-c.txt 2>&1) &
+    wait; grep -hv "^ *$" $OUT/tuning-?.txt | tail -n 40; tail -n 6 $OUT/tests-backend.log
+    cat $OUT/sweep-irregular.txt ;;
+esac
