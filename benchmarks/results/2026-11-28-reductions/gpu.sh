@@ -30,3 +30,4 @@ case $1 in
     wait; grep -hv "^ *$" $OUT/tuning-?.txt | tail -n 40; tail -n 6 $OUT/tests-backend.log
     cat $OUT/sweep-irregular.txt ;;
 esac
+cd $OUT && tar czf $1.tgz --remove-files $(ls | grep -v '\.tgz$')  # the device returns at most 8 files
