@@ -70,9 +70,13 @@ OWN_CONV = "Inductor's default with the project's implicit-GEMM convolution"
 OWN_MATMUL = "Inductor's default with the project's matmul kernel"
 LIBRARY_REWRITTEN = "Inductor, library ops rewritten as Triton"
 TUNED = "Inductor's kernels, coordinate-descent tuned"
+LOOPED = "Inductor's kernels, looped reductions, coordinate-descent tuned"
 NO_LIBRARY = "Inductor's default kernels make no library call"
 OWN_KERNELS_SUFFICE = "the project's convolution kernel takes every library call of Inductor's default compile"
 CALLS_LIBRARY = "Inductor's default compile calls a library or failed: its tuning is not what the task needs"
+NO_PERSISTENT_REDUCTION = "Inductor's default kernels hold no whole row of a reduction: there is no loop to choose"
+# Which of Inductor's reduction strategies a kernel of its wrapper uses, by the heuristic that launches it.
+HEURISTIC = re.compile(r"@triton_heuristics\.(\w+)\(")
 # Convolution templates have no tile the variants set, so a convolution's keep Inductor's autotuning (and its pool).
 CONVOLUTION = re.compile(r"\b(?:conv(?:_transpose)?[123]d|Conv(?:Transpose)?[123]d|convolution)\b")
 
@@ -89,18 +93,18 @@ class _Planned:
 class InductorBackend:
     """Distinct candidates from Inductor's code for the task, best first.
 
-    Inductor's default kernels are always one. On a GPU, where they call no library, the task is also compiled
-    with Inductor's coordinate-descent tuning, and its kernels are a second candidate where the tuning changed a
-    launch configuration. Where Inductor hands work to a library (cuBLAS matmul, cuDNN convolution, an ATen
-    pool), the task is also compiled with Inductor's Triton matmul/conv templates (on a GPU), and the
-    candidates are: the template at tf32x3 precision (fp32-accurate, on tensor cores) at the tile Inductor's
-    autotuner chose and at other tiles, the template as Inductor made it (IEEE fp32), and the hybrid candidate
-    that keeps the library call with Triton for the rest; where the library calls are convolutions or matmuls, the
-    default capture with the project's own kernels in their place. The repair round replaces each candidate that
-    failed with its fallback (a tf32x3 template falls back to IEEE fp32). Captures are cached by task, device
-    and torch version, so converting the same task again starts at once. A long-lived process (the server, a
-    benchmark) calls `start_spares`: each compile then runs in a capture process started ahead, its imports
-    done; `close` ends them.
+    Inductor's default kernels are always one. On a GPU, where they call no library, the task is also compiled with
+    Inductor's coordinate-descent tuning, and its kernels are a second candidate where the tuning changed a launch
+    configuration; where they hold whole rows of a reduction at once (persistent reductions), it is compiled once more
+    with looped reductions, tuned, for a third. Where Inductor hands work to a library (cuBLAS matmul, cuDNN
+    convolution, an ATen pool), the task is also compiled with Inductor's Triton matmul/conv templates (on a GPU), and
+    the candidates are: the template at tf32x3 precision (fp32-accurate, on tensor cores) at the tile Inductor's
+    autotuner chose and at other tiles, the template as Inductor made it (IEEE fp32), and the hybrid candidate that
+    keeps the library call with Triton for the rest; where the library calls are convolutions or matmuls, the default
+    capture with the project's own kernels in their place. The repair round replaces each candidate that failed with its
+    fallback (a tf32x3 template falls back to IEEE fp32). Captures are cached by task, device and torch version, so
+    converting the same task again starts at once. A long-lived process (the server, a benchmark) calls `start_spares`:
+    each compile then runs in a capture process started ahead, its imports done; `close` ends them.
     """
 
     name = "inductor"
@@ -119,7 +123,7 @@ class InductorBackend:
             if self._spares is None:
                 self._spares = {}
                 atexit.register(self.close)
-        for mode in ("default", "templates", "tuned") if device == "cuda" else ("default", "templates"):
+        for mode in ("default", "templates", "tuned", "looped") if device == "cuda" else ("default", "templates"):
             self._replenish((device, mode, False))
 
     def close(self) -> None:
@@ -176,30 +180,31 @@ class InductorBackend:
     # ------------------------------------------------------------ captures
 
     def _captures(self, request: GenerationRequest) -> Generator[Batch, None, tuple[dict[str, dict], list[Generated]]]:
-        """Inductor's output, default, with templates and tuned, each from the cache if it is there, and the
-        candidates handed over early (the generator's return value). On a GPU the three compile in parallel; as
-        soon as the default one shows whether it calls a library, the one not needed is stopped (it would only
-        hold CPUs and GPU memory that verification needs): the templates compile where it calls none or where the
-        project's convolution kernel takes every call it makes, the tuned one where it calls one. On the CPU,
+        """Inductor's output, default, with templates, tuned and looped (tuned, with looped reductions), each from
+        the cache if it is there, and the candidates handed over early (the generator's return value). On a GPU
+        the four compile in parallel; as soon as the default one shows whether it calls a library, those not
+        needed are stopped (they would only hold CPUs and GPU memory that verification needs): the templates
+        compile where it calls none or where the project's convolution kernel takes every call it makes, the tuned
+        ones where it calls one, the looped one where it has no persistent reduction. On the CPU,
         where compiles are quick but share few cores and nothing can time a configuration, the templates compile
         starts only where it is needed, and none is tuned. While the other compile runs, the default capture's
         candidates that are sure to be among those returned are yielded. A templates or tuned compile that fails
         (time, memory) leaves the default capture's candidates."""
         task_source = request.task.source.encode()
-        unneeded = {"templates": _Unneeded(), "tuned": _Unneeded()}
-        with ThreadPoolExecutor(max_workers=3) as pool:
+        unneeded = {"templates": _Unneeded(), "tuned": _Unneeded(), "looped": _Unneeded()}
+        with ThreadPoolExecutor(max_workers=4) as pool:
 
             def start(mode: str) -> Future:
                 return pool.submit(self._capture, request, task_source, mode, unneeded.get(mode))
 
             running = {"default": start("default")}
             if request.device == "cuda":
-                running["templates"], running["tuned"] = start("templates"), start("tuned")
+                for mode in ("templates", "tuned", "looped"):
+                    running[mode] = start(mode)
             default = running["default"].result()
-            if "error" not in default and not uses_library(default):
-                unneeded["templates"].set_because(NO_LIBRARY)
-            else:
-                unneeded["tuned"].set_because(CALLS_LIBRARY)
+            for mode, reason in _not_needed(default).items():
+                unneeded[mode].set_because(reason)
+            if "error" in default or uses_library(default):
                 if self._own_kernels_suffice(default, request):
                     unneeded["templates"].set_because(OWN_KERNELS_SUFFICE)
                 elif "templates" not in running:
@@ -214,8 +219,9 @@ class InductorBackend:
                 captures["templates"] = _failure_as_error(templates, "error" not in default, "max-autotune")
             if unneeded["templates"].reason == OWN_KERNELS_SUFFICE:  # even where it was cached or finished first
                 captures["templates"] = {"error": f"not needed: {OWN_KERNELS_SUFFICE}", "stopped": True}
-            if "tuned" in running:
-                captures["tuned"] = _failure_as_error(running["tuned"], True, "tuned")
+            for mode in ("tuned", "looped"):
+                if mode in running:
+                    captures[mode] = _failure_as_error(running[mode], True, mode)
         if all("error" in c for c in captures.values()):
             reasons = "; ".join(c["error"] for c in captures.values())
             raise BackendError(f"the inductor backend cannot convert {request.task.origin}: {reasons}")
@@ -365,6 +371,18 @@ class InductorBackend:
             )
 
 
+def _not_needed(default: dict) -> dict[str, str]:
+    """The extra compiles that the default capture shows to be of no use, and why: where it calls no library, the
+    templates one, and the looped one unless a kernel holds whole rows of a reduction; else the tuned ones (whether
+    the templates compile is needed then depends on the project's kernels: `_own_kernels_suffice`)."""
+    if "error" in default or uses_library(default):
+        return {"tuned": CALLS_LIBRARY, "looped": CALLS_LIBRARY}
+    reasons = {"templates": NO_LIBRARY}
+    if "persistent_reduction" not in HEURISTIC.findall(default["wrapper"]):
+        reasons["looped"] = NO_PERSISTENT_REDUCTION
+    return reasons
+
+
 def _capture_flags(mode: str, task_source: str) -> tuple[list[str], bool]:
     """The capture's flags for `mode`, and whether Inductor's pool of compile workers is worth starting for it
     (only to autotune the templates of a convolution; matmul templates get one configuration, a 1x1
@@ -373,6 +391,8 @@ def _capture_flags(mode: str, task_source: str) -> tuple[list[str], bool]:
         return [], False
     if mode == "tuned":
         return ["--tuned"], False
+    if mode == "looped":
+        return ["--tuned", "--reductions", "looped"], False
     return ["--templates", "--configs", "1"], CONVOLUTION.search(task_source) is not None
 
 
@@ -384,10 +404,11 @@ def _capture_command(target: str, device: str, flags: list[str], wait: bool = Fa
 
 
 def _capture_env(mode: str, pooled: bool) -> tuple[Path, dict[str, str]]:
-    """The Inductor cache a capture in `mode` writes (the verifier's; the tuned one's own), and its environment."""
+    """The Inductor cache a capture in `mode` writes (the verifier's; the tuned ones' own, shared by both tuned
+    modes: the kernels they have in common are tuned once), and its environment."""
     cache = inductor_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
-    env = {"TORCHINDUCTOR_CACHE_DIR": str(cache / "tuned" if mode == "tuned" else cache)}
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(cache / "tuned" if mode in ("tuned", "looped") else cache)}
     if not pooled:
         env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
     return cache, env
@@ -451,10 +472,7 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
     templates = captures.get("templates", {"error": "not captured"})
     default_ok, templates_ok = "error" not in default, "error" not in templates
     if default_ok and not uses_library(default):
-        tuned = captures.get("tuned", {"error": "not captured"})
-        if "error" in tuned or tuned["configs"] == default["configs"]:
-            return [_Planned("default", Variant())]
-        return [_Planned("tuned", Variant(TUNED)), _Planned("default", Variant())]
+        return _plan_own_kernels(captures)
     hybrid = [_Planned("default", Variant(HYBRID, hybrid=True))] if default_ok else []
     own, own_fallback = _own_kernels(default)
     early = [*own[:1], *hybrid]
@@ -495,6 +513,25 @@ def _plan(captures: dict[str, dict]) -> list[_Planned]:
     ]
     lead = [tf32x3[0], *early, tf32x3[1]] if own else [*tf32x3[:2], *hybrid]
     return [*lead, ieee, *own[1:], *tf32x3[2:], *captured_if_other, *own_fallback]
+
+
+def _plan_own_kernels(captures: dict[str, dict]) -> list[_Planned]:
+    """Inductor's kernels where they call no library: tuned, as they are, with looped reductions (tuned), each only
+    where its kernels differ from those before it. The default kernels rank second at most, so they can be handed
+    over before the other compiles end."""
+    planned = [_Planned("default", Variant())]
+    tuned, looped = captures.get("tuned", {"error": ""}), captures.get("looped", {"error": ""})
+    if "error" not in tuned and not _same_kernels(tuned, captures["default"]):
+        planned.insert(0, _Planned("tuned", Variant(TUNED)))
+    if "error" not in looped and not any(_same_kernels(looped, captures[p.mode]) for p in planned):
+        planned.append(_Planned("looped", Variant(LOOPED)))
+    return planned
+
+
+def _same_kernels(one: dict, other: dict) -> bool:
+    """Whether two captures launch the same kernels: the same reduction strategies at the same configurations."""
+    kinds = [HEURISTIC.findall(captured["wrapper"]) for captured in (one, other)]
+    return one["configs"] == other["configs"] and kinds[0] == kinds[1]
 
 
 def _own_kernels(default: dict) -> tuple[list[_Planned], list[_Planned]]:

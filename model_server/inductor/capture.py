@@ -56,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         "--tuned", action="store_true", help="on a GPU: let Inductor tune each kernel's launch configuration further"
     )
     parser.add_argument(
+        "--reductions",
+        choices=["looped"],
+        help="looped: every reduction walks its rows in a loop of blocks, none holds a whole row at once (Inductor's "
+        "persistent reductions off)",
+    )
+    parser.add_argument(
         "--configs",
         type=int,
         metavar="N",
@@ -78,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         task = task / names[0]
     try:
-        result = capture(task, args.device, args.templates, args.configs, tuned=args.tuned)
+        result = capture(task, args.device, args.templates, args.configs, args.tuned, args.reductions)
     except CaptureError as exc:
         flags = {name: True for name in ("out_of_memory", "task_failed") if getattr(exc, name)}
         print(json.dumps({"error": str(exc), **flags}))
@@ -107,12 +113,20 @@ def _names(line: str) -> list[str] | None:
     return names
 
 
-def capture(task: Path, device: str, templates: bool, configs: int | None = None, tuned: bool = False) -> dict:
+def capture(
+    task: Path,
+    device: str,
+    templates: bool,
+    configs: int | None = None,
+    tuned: bool = False,
+    reductions: str | None = None,
+) -> dict:
     """Wrapper code, kernel configurations, graph inputs, output structure and the scalar arguments Inductor
     baked into the code, of one compiled task (the model in training mode, as the verifier runs it); and how
     long the imports, the task (its model and inputs, made on the device, and an eager call) and the compile
     took. `tuned`: Inductor's coordinate-descent tuning searches each kernel's block sizes, warps and stages
-    around its heuristic's choice, timing them on the GPU."""
+    around its heuristic's choice, timing them on the GPU. `reductions="looped"`: no persistent reductions, each
+    row is reduced in a loop over blocks of it."""
     if tuned and device != "cuda":
         raise CaptureError("tuning times kernels on the GPU: --tuned needs --device cuda")
     began, started = time.time(), time.perf_counter()
@@ -127,6 +141,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
 
     full_precision()
     inductor_config.coordinate_descent_tuning = tuned
+    inductor_config.triton.persistent_reductions = reductions != "looped"
     if device == "cpu":
         inductor_config.cpu_backend = "triton"
         _install_stand_in_driver()
@@ -201,6 +216,7 @@ def capture(task: Path, device: str, templates: bool, configs: int | None = None
         "device": device,
         "template_configs": configs if templates else None,
         "tuned": tuned,
+        "reductions": reductions,
         "torch": torch.__version__,
         "seconds": {
             "imports": round(imported - started, 2),

@@ -101,7 +101,7 @@ def _replacement(
             f"{padded} = empty_strided_cuda({size}, {padded_stride(size)}, {FP32})",
             f"{copy}.run({texts[key]}, {padded}, {', '.join(map(str, copy_grid(size)))})",
         )
-        spec = replace(spec, **{f"{key}_stride": padded_stride(size)})
+        spec = replace(spec, **{f"{key}_stride": padded_stride(size)}, b_padded=spec.b_padded or key == "b")
         texts[key] = padded
     target = named(arguments["out"], f"{stem}_out_view", statements)
     bias = [named(arguments["bias"], f"{stem}_bias_view", statements)] if spec.bias_stride else []

@@ -1,14 +1,14 @@
 """The project's own Triton matmul, rendered for one library matmul's shapes and layouts.
 
-Inductor's default compile hands `mm`, `addmm` and `bmm` to cuBLAS. The rewrite swaps such a call for a launch of
-the kernel rendered here, so the candidate is all Triton with the rest of Inductor's kernels as they are. Every
-size and stride is a constant of the kernel, and rows and columns past a tile's end wrap around, so only the
-stores and a K tail are masked: any M, N and K verify, not only multiples of the tile. Where the output has too
-few tiles to fill the GPU (a large K over a small M x N), K is split: each split writes its partial product to a
-workspace and a second kernel adds the splits in a fixed order, so the result is deterministic. An operand whose
-rows do not start on 16-byte boundaries (a row of 3001 floats) is first copied into rows padded to a multiple of
-four elements: read in place, every load is a scalar one (H200, `benchmarks/matmul_gemm.py`: 0.35x of cuBLAS on a
-4099 x 2053 x 3001 product against 1.04-1.13x on aligned ones).
+Inductor's default compile hands `mm`, `addmm` and `bmm` to cuBLAS. The rewrite swaps such a call for a launch of the
+kernel rendered here, so the candidate is all Triton with the rest of Inductor's kernels as they are. Every size and
+stride is a constant of the kernel, and rows and columns past a tile's end wrap around, so only the stores and one step
+at K's tail are masked: any M, N and K verify, not only multiples of the tile. Where the output has too few tiles to
+fill the GPU (a large K over a small M x N), K is split: each split writes its partial product to a workspace and a
+second kernel adds the splits in a fixed order, so the result is deterministic. An operand whose rows do not start on
+16-byte boundaries (a row of 3001 floats) is first copied into rows padded to a multiple of four elements, and its
+columns wrap around at that padded width: read in place, or wrapped at an odd width, every load is a scalar one (H200,
+`benchmarks/matmul_gemm.py`: 0.35x of cuBLAS on a 4099 x 2053 x 3001 product against 1.04-1.13x on aligned ones).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class MatmulSpec:
     bias_stride: tuple[int, int, int] | None = None
     alpha: float = 1.0
     beta: float = 1.0
+    b_padded: bool = False  # b is `copy_source`'s copy: its rows' padding can be read (into masked columns only)
 
     def check(self) -> None:
         if min(self.batch, self.m, self.n, self.k) < 1:
@@ -93,6 +94,7 @@ def kernel_source(name: str, spec: MatmulSpec, tile: dict, precision: str, split
     constants = {
         "M": spec.m,
         "N": spec.n,
+        "WRAP_N": _wrap_n(spec),
         "K": spec.k,
         "BATCH": spec.batch,
         "TILES_M": -(-spec.m // tile["BLOCK_M"]),
@@ -103,7 +105,7 @@ def kernel_source(name: str, spec: MatmulSpec, tile: dict, precision: str, split
     constants |= {f"SA_{a}": v for a, v in zip("BMK", spec.a_stride)}
     constants |= {f"SB_{a}": v for a, v in zip("BKN", spec.b_stride)}
     constants |= {key: tile[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")}
-    largest = max(spec.largest, split * spec.batch * spec.m * spec.n)
+    largest = max(spec.largest, split * spec.batch * spec.m * spec.n, spec.batch * spec.k * _wrap_n(spec))
     k_masked = split * chunk != spec.k
     if split > 1:
         parameters, tail = "a_ptr, b_ptr, work_ptr", _TAIL_PARTIAL
@@ -112,12 +114,7 @@ def kernel_source(name: str, spec: MatmulSpec, tile: dict, precision: str, split
         parameters = "a_ptr, b_ptr, bias_ptr, out_ptr" if spec.bias_stride else "a_ptr, b_ptr, out_ptr"
         tail = _epilogue(spec, "acc", "rows_out[:, None]", "columns_out[None, :]", "batch") + _TAIL_STORE
     source = _HEAD.format(name=name, parameters=parameters, constants=constant_lines(constants, largest))
-    source += _LOOP.format(
-        precision=precision,
-        a_mask=", mask=ks[None, :] < K, other=0.0" if k_masked else "",
-        b_mask=", mask=ks[:, None] < K, other=0.0" if k_masked else "",
-        next_k="        ks += BLOCK_K\n" if k_masked else "",
-    )
+    source += (_LOOP_PEELED if k_masked else _LOOP).format(precision=precision)
     return source + tail
 
 
@@ -142,6 +139,15 @@ def aligned(size: tuple[int, int, int], stride: tuple[int, int, int]) -> bool:
     row_major = (columns == 1 or column == 1) and (rows == 1 or row % ALIGNMENT == 0)
     column_major = (rows == 1 or row == 1) and (columns == 1 or column % ALIGNMENT == 0)
     return row_major or column_major
+
+
+def _wrap_n(spec: MatmulSpec) -> int:
+    """What the columns of a tile past N wrap around to. N itself, except where B's rows are contiguous and padded:
+    then the padded width, a multiple of ALIGNMENT, so that the compiler still sees runs of contiguous columns and
+    reads them with vector loads (wrapping at an odd N leaves it none). The columns read past N feed only output
+    columns the store masks."""
+    row_major = spec.b_stride[2] == 1 and spec.n > 1
+    return padded_stride((spec.batch, spec.k, spec.n))[1] if spec.b_padded and row_major else spec.n
 
 
 def padded_stride(size: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -209,7 +215,7 @@ def {name}({parameters}):
     rows_out = tile_m.to(INDEX) * BLOCK_M + tl.arange(0, BLOCK_M)
     columns_out = tile_n.to(INDEX) * BLOCK_N + tl.arange(0, BLOCK_N)
     rows = rows_out % M
-    columns = columns_out % N
+    columns = columns_out % WRAP_N
     ks = split.to(INDEX) * K_CHUNK + tl.arange(0, BLOCK_K)
     a_ptrs = a_ptr + batch * SA_B + rows[:, None] * SA_M + ks[None, :] * SA_K
     b_ptrs = b_ptr + batch * SB_B + ks[:, None] * SB_K + columns[None, :] * SB_N
@@ -217,12 +223,29 @@ def {name}({parameters}):
 '''
 
 _LOOP = """    for _ in range(K_STEPS):
-        a = tl.load(a_ptrs{a_mask})
-        b = tl.load(b_ptrs{b_mask})
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
         acc = tl.dot(a, b, acc, input_precision="{precision}")
         a_ptrs += BLOCK_K * SA_K
         b_ptrs += BLOCK_K * SB_K
-{next_k}    mask = (rows_out < M)[:, None] & (columns_out < N)[None, :]
+    mask = (rows_out < M)[:, None] & (columns_out < N)[None, :]
+"""
+
+# Where K is no multiple of the splits' steps, the steps wholly inside K load unmasked (a mask on every step would
+# keep the compiler from vector loads), and one masked step reads the tail.
+_LOOP_PEELED = """    whole = tl.minimum(K_STEPS, (K - split.to(INDEX) * K_CHUNK) // BLOCK_K)
+    for _ in range(whole):
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+        acc = tl.dot(a, b, acc, input_precision="{precision}")
+        a_ptrs += BLOCK_K * SA_K
+        b_ptrs += BLOCK_K * SB_K
+    if whole < K_STEPS:
+        ks += tl.maximum(whole, 0) * BLOCK_K
+        a = tl.load(a_ptrs, mask=ks[None, :] < K, other=0.0)
+        b = tl.load(b_ptrs, mask=ks[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="{precision}")
+    mask = (rows_out < M)[:, None] & (columns_out < N)[None, :]
 """
 
 _TAIL_STORE = """    out_offsets = batch * SO_B + rows_out[:, None] * SO_M + columns_out[None, :] * SO_N

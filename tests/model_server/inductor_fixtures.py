@@ -1,12 +1,13 @@
 """Captured Inductor outputs for golden tests of `model_server/inductor/rewrite.py`, and how to refresh them.
 
     python -m tests.model_server.inductor_fixtures capture [--device cpu|cuda]
-                                                           [--templates | --tuned | --as-backend]
+                                                           [--templates | --tuned | --looped | --as-backend]
                                                            [--jobs N] [TASK.py ...]
     python -m tests.model_server.inductor_fixtures update
 
 `capture` runs the real capture (`model_server.inductor.capture`, a subprocess per task, with the flags the
-inductor backend passes) and stores its output in tests/fixtures/inductor/NAME.DEVICE[-templates|-tuned].json,
+inductor backend passes; `--looped` on the CPU untuned, since nothing there times a configuration) and stores its
+output in tests/fixtures/inductor/NAME.DEVICE[-templates|-tuned|-looped].json,
 with the task's source beside it; a task of benchmarks/tasks/published/ is stored as published_NAME.
 `--as-backend` captures what the backend would on that device: the default compile, and on a GPU the templates
 compile too where the default one calls a library, the tuned one where it does not. Inductor's helper module is
@@ -91,8 +92,10 @@ def fixture_name(task: Path) -> str:
 
 
 def capture(task: Path, device: str, mode: str) -> Path:
-    """Capture `task` as the backend's `mode` capture does ("default", "templates" or "tuned")."""
+    """Capture `task` as the backend's `mode` capture does ("default", "templates", "tuned" or "looped")."""
     flags, pooled = _capture_flags(mode, task.read_text())
+    if device == "cpu" and mode == "looped":
+        flags = [flag for flag in flags if flag != "--tuned"]
     command = [sys.executable, "-m", "model_server.inductor.capture", str(task), "--device", device, *flags]
     env = os.environ if pooled else {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900, env=env)
@@ -137,6 +140,7 @@ def main() -> None:
     how = take.add_mutually_exclusive_group()
     how.add_argument("--templates", action="store_true")
     how.add_argument("--tuned", action="store_true")
+    how.add_argument("--looped", action="store_true", help="looped reductions (tuned on a GPU)")
     how.add_argument("--as-backend", action="store_true", help="the captures the inductor backend makes")
     take.add_argument("--jobs", type=int, default=1, help="captures at once (each task's run one after another)")
     commands.add_parser("update")
@@ -148,7 +152,8 @@ def main() -> None:
             try:
                 if args.as_backend:
                     return "\n".join(map(str, capture_as_backend(task.resolve(), args.device)))
-                mode = "templates" if args.templates else "tuned" if args.tuned else "default"
+                modes = {"templates": args.templates, "tuned": args.tuned, "looped": args.looped}
+                mode = next((name for name, chosen in modes.items() if chosen), "default")
                 return str(capture(task.resolve(), args.device, mode))
             except (ValueError, subprocess.TimeoutExpired) as exc:
                 return f"not captured: {task.name}: {exc}"

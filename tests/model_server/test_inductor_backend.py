@@ -465,6 +465,52 @@ def test_a_tuned_capture_needs_a_gpu():
     assert json.loads(done.stdout) == {"error": "tuning times kernels on the GPU: --tuned needs --device cuda"}
 
 
+def _captured(task, *flags: str) -> dict:
+    """The capture of a trusted fixture task on the CPU, run as the backend runs it but outside the sandbox."""
+    command = [sys.executable, "-m", "model_server.inductor.capture", str(task), "--device", "cpu", *flags]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_looped_reductions_are_a_variant_of_their_own_that_verifies(pool, tmp_path):
+    """A softmax over rows of 200: Inductor's default kernel holds each row at once (a persistent reduction); the
+    capture with looped reductions walks it in blocks. Its rewrite is a candidate of its own, ranked after the
+    default kernels, and correct in Triton's interpreter."""
+    task = TASKS / "softmax.py"
+    default, looped = _captured(task), _captured(task, "--reductions", "looped")
+    assert "persistent_reduction" in inductor.HEURISTIC.findall(default["wrapper"])
+    assert "persistent_reduction" not in inductor.HEURISTIC.findall(looped["wrapper"])
+    assert "reduction" in inductor.HEURISTIC.findall(looped["wrapper"]) and looped["reductions"] == "looped"
+    assert "for r0_offset in tl.range" in looped["wrapper"] and "for r0_offset" not in default["wrapper"]
+    planned = inductor._plan({"default": default, "looped": looped})
+    assert [p.variant.label for p in planned] == ["Inductor's default kernels", inductor.LOOPED]
+    assert inductor._plan({"default": default, "looped": default}) == planned[:1]  # the same kernels: no variant
+    source = rewrite(looped, task.read_text(), task.name, planned[1].variant)
+    candidate = tmp_path / "looped.py"
+    candidate.write_text(source)
+    report = pool.verify(*pair(task, candidate), trials=2)
+    assert report.verdict == "correct" and report.reward == 1.0, report.summary()
+
+
+@pytest.mark.parametrize(
+    ("fixture", "expected"),
+    [
+        ("layernorm_gelu.cpu.json", {"templates": inductor.NO_LIBRARY}),
+        ("gelu.cpu.json", {"templates": inductor.NO_LIBRARY, "looped": inductor.NO_PERSISTENT_REDUCTION}),
+        ("matmul_gelu.cpu.json", {"tuned": inductor.CALLS_LIBRARY, "looped": inductor.CALLS_LIBRARY}),
+    ],
+    ids=["persistent layer norm", "pointwise only", "calls a library"],
+)
+def test_a_looped_compile_goes_on_only_where_the_default_kernels_hold_whole_rows(fixture, expected):
+    """The default capture decides which extra compiles are stopped: a layer norm over short rows keeps its looped
+    compile, a GELU (pointwise kernels only) and a matmul handed to cuBLAS do not."""
+    default, _, _ = load(INDUCTOR_FIXTURES / fixture)
+    assert inductor._not_needed(default) == expected
+    assert inductor._capture_flags("looped", "") == (["--tuned", "--reductions", "looped"], False)
+
+
 def test_a_second_conversion_of_the_same_task_reads_the_cached_capture(tmp_path):
     backend = InductorBackend(cache=tmp_path / "cache")
     request = GenerationRequest(Task.from_file(TASKS / "relu.py"), 1, "cpu")
@@ -566,14 +612,31 @@ def test_on_a_gpu_a_large_k_matmul_gets_the_project_s_split_k_kernel_and_an_all_
 
 @pytest.mark.gpu
 def test_on_a_gpu_the_templates_compile_is_stopped_when_the_default_kernels_call_no_library(tmp_path):
-    """The tuned compile, which a task without a library call is worth, goes on and is cached."""
+    """The tuned compile, which a task without a library call is worth, goes on and is cached; so does the looped
+    one only where a reduction holds whole rows (a ReLU has none)."""
     backend = InductorBackend(cache=tmp_path)
     captures, _ = _returned(backend._captures(GenerationRequest(Task.from_file(TASKS / "relu.py"), 4, "cuda")))
     assert "error" not in captures["default"] and "error" not in captures["tuned"], captures["tuned"]
-    stopped = captures["templates"].get("stopped")  # else it finished first: with no matmul it is a quick compile
-    assert stopped or "error" not in captures["templates"], captures["templates"]
-    assert len(list(tmp_path.glob("*.json"))) == (2 if stopped else 3)  # a stopped compile is not cached
+    stopped = 0
+    for mode in ("templates", "looped"):  # either stopped, or it finished first: with no matmul it is quick
+        stopped += bool(captures[mode].get("stopped"))
+        assert captures[mode].get("stopped") or "error" not in captures[mode], captures[mode]
+    assert len(list(tmp_path.glob("*.json"))) == 4 - stopped  # a stopped compile is not cached
     assert list(captures["default"]["seconds"]) == ["waited", "start", "imports", "task", "compile", "exit"]
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_softmax_gets_a_looped_reductions_candidate_that_verifies(tmp_path):
+    """Rows of 200 are held whole by Inductor's default kernel; the looped compile, tuned, is a candidate of its
+    own, all Triton and correct."""
+    task = TASKS / "softmax.py"
+    request = ConvertRequest(task=task.read_text(), task_name=task.stem, samples=4, rounds=1, trials=2)
+    with VerifierPool(size=2, device="cuda") as gpu:
+        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
+    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    [looped] = [a for a in outcome.attempts if a.label == inductor.LOOPED]
+    assert looped.report.verdict == "correct" and looped.policy == "strict", verdicts
+    assert "for r0_offset in tl.range(0, r0_numel, R0_BLOCK)" in looped.source and outcome.best is not None
 
 
 @pytest.mark.gpu
