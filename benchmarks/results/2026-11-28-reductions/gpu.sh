@@ -6,6 +6,7 @@
 #   sample the whole recorded sample (benchmarks/results/2026-11-27-kernelbench-sample/sample.json, drawn into .kb/sample
 #          with benchmarks/kernelbench_sample.py), every fourth problem on each GPU, after the looped reductions and
 #          the matmul's peeled K tail and padded wrap
+#   alone  shard 1 alone on the one-H200 kind: the conversion times of `sample` came from four shards sharing a host
 #   more   GPU 0: the inductor backend's GPU tests that this part touches; GPU 1: convert_inductor.py on the reduction
 #          tasks; GPU 2: matmul_gemm.py on the irregular shape, then KernelBench L1 8 (irregular matmul, copied from
 #          a KernelBench clone into .kb/extra) converted; GPU 3: golden captures with looped reductions
@@ -24,12 +25,13 @@ PART_C="$P/argmax.py $P/argmin.py $P/cumsum.py $P/mse_loss.py $P/hinge_loss.py $
 S=.kb/sample
 shard() {  # shard GPU
   TASKS=$(ls $S/*.py | sort | awk -v shard=$1 'NR % 4 == shard')
-  CUDA_VISIBLE_DEVICES=$2 TRITONIZE_CACHE=/tmp/cache-$1 timeout 560 python3 benchmarks/convert_inductor.py \
+  CUDA_VISIBLE_DEVICES=$2 TRITONIZE_CACHE=/tmp/cache-$1 timeout ${SHARD_SECONDS:-560} python3 benchmarks/convert_inductor.py \
     --device cuda --workers 4 $TASKS --json $OUT/shard-$1.json > $OUT/shard-$1.txt 2>&1
 }
 REDUCTIONS="$P/rmsnorm.py $P/layernorm.py $P/softmax_wide.py $P/log_softmax_wide.py $P/cross_entropy.py \
   $P/instancenorm.py $P/cosine_similarity_loss.py $P/batchnorm2d_train.py"
 case $1 in
+  alone) shard 1 0; tail -n 12 $OUT/shard-1.txt ;;  # shard 1 alone on a one-GPU machine (16 cores)
   sample) shard 0 0 & shard 1 1 & shard 2 2 & shard 3 3 & wait
     python3 benchmarks/convert_inductor.py --table $OUT/shard-?.json | tail -n 14 ;;
   more)
