@@ -37,7 +37,7 @@ case $1 in
   more)
     CUDA_VISIBLE_DEVICES=0 TRITONIZE_CACHE=/tmp/cache-t timeout 400 python3 -m pytest -q -m gpu -p no:cacheprovider \
       tests/model_server/test_inductor_backend.py -k "softmax or no_library or large_k or long_k" \
-      > $OUT/tests-backend.log 2>&1 &
+      > $OUT/tests-backend-$1.log 2>&1 &
     CUDA_VISIBLE_DEVICES=1 TRITONIZE_CACHE=/tmp/cache-r timeout 400 python3 benchmarks/convert_inductor.py --device cuda \
       --workers 4 $REDUCTIONS --json $OUT/reductions.json > $OUT/reductions.txt 2>&1 &
     (CUDA_VISIBLE_DEVICES=2 timeout 100 python3 benchmarks/matmul_gemm.py --only irregular \
@@ -47,7 +47,7 @@ case $1 in
     (CUDA_VISIBLE_DEVICES=3 timeout 380 python3 -m tests.model_server.inductor_fixtures capture --device cuda --looped \
       $P/rmsnorm.py $P/layernorm.py $P/cross_entropy.py > $OUT/fixtures.txt 2>&1
      tar czf $OUT/fixtures.tgz tests/fixtures/inductor/*looped*) &
-    wait; tail -n 4 $OUT/tests-backend.log; cat $OUT/sweep-peeled.txt $OUT/fixtures.txt; tail -n 12 $OUT/irregular.txt
+    wait; tail -n 4 $OUT/tests-backend-$1.log; cat $OUT/sweep-peeled.txt $OUT/fixtures.txt; tail -n 12 $OUT/irregular.txt
     python3 benchmarks/convert_inductor.py --table $OUT/reductions.json | cut -c1-220 ;;
   probe)
     CUDA_VISIBLE_DEVICES=0 timeout 540 python3 benchmarks/inductor_tuning.py $PART_A --json $OUT/tuning-a.json \
@@ -55,12 +55,12 @@ case $1 in
     CUDA_VISIBLE_DEVICES=1 timeout 540 python3 benchmarks/inductor_tuning.py $PART_B --json $OUT/tuning-b.json \
       > $OUT/tuning-b.txt 2>&1 &
     CUDA_VISIBLE_DEVICES=2 TRITONIZE_CACHE=/tmp/cache-t timeout 540 python3 -m pytest -q -m gpu -p no:cacheprovider \
-      tests/model_server/test_inductor_backend.py > $OUT/tests-backend.log 2>&1 &
+      tests/model_server/test_inductor_backend.py > $OUT/tests-backend-$1.log 2>&1 &
     (CUDA_VISIBLE_DEVICES=3 timeout 150 python3 benchmarks/matmul_gemm.py --only irregular kb-l1-17-shape \
       --json $OUT/sweep-irregular.json > $OUT/sweep-irregular.txt 2>&1
      CUDA_VISIBLE_DEVICES=3 timeout 380 python3 benchmarks/inductor_tuning.py $PART_C --json $OUT/tuning-c.json \
       > $OUT/tuning-c.txt 2>&1) &
-    wait; grep -hv "^ *$" $OUT/tuning-?.txt | tail -n 40; tail -n 6 $OUT/tests-backend.log
+    wait; grep -hv "^ *$" $OUT/tuning-?.txt | tail -n 40; tail -n 6 $OUT/tests-backend-$1.log
     cat $OUT/sweep-irregular.txt ;;
 esac
 cd $OUT && tar czf $1.tgz --remove-files $(ls | grep -v '\.tgz$')  # the device returns at most 8 files
