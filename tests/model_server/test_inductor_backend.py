@@ -853,8 +853,8 @@ def _staged_request(tmp_path, fixture: str) -> tuple[dict, GenerationRequest]:
 
 def test_without_a_library_call_the_default_kernels_are_verified_while_the_tuned_compile_runs(tmp_path):
     """Cross-entropy's GPU capture: its default kernels are handed over as soon as they exist, the templates
-    compile is stopped (nothing calls a library), and the tuned kernels, whose launch configuration differs,
-    follow once their compile ends."""
+    compile is stopped (nothing calls a library), so is the looped one (no kernel holds whole rows), and the
+    tuned kernels, whose launch configuration differs, follow once their compile ends."""
     default, request = _staged_request(tmp_path, "cross_entropy.cuda.json")
     default["seconds"] = {"imports": 3.2, "task": 1.1, "compile": 7.9}  # as a fresh capture reports them
     tuned = json.loads(json.dumps(default))
@@ -867,10 +867,11 @@ def test_without_a_library_call_the_default_kernels_are_verified_while_the_tuned
     release.set()
     rest = list(generator)
     assert [g.label for batch in rest for g in batch.candidates] == [inductor.TUNED]
-    assert backend.stopped_because == {"templates": inductor.NO_LIBRARY}
+    assert backend.stopped_because == {"templates": inductor.NO_LIBRARY, "looped": inductor.NO_PERSISTENT_REDUCTION}
     spent = rest[-1].spent.split("; ")
     assert re.fullmatch(r"default compile \d+\.\d s \(imports 3\.2, task 1\.1, compile 7\.9\)", spent[0]), spent
     assert spent[1] == "templates compile stopped" and re.fullmatch(r"tuned compile \d+\.\d s \(.*\)", spent[2])
+    assert spent[3:] == ["looped compile stopped"]
 
 
 def test_where_the_project_s_kernel_takes_every_library_convolution_no_templates_candidate_is_made(tmp_path):
@@ -884,10 +885,14 @@ def test_where_the_project_s_kernel_takes_every_library_convolution_no_templates
     labels = [g.label for g in batch.candidates]
     assert not batch.more and labels[:2] == [inductor._describe_own(inductor.OWN_CONV_TILES[0]), inductor.HYBRID]
     assert not any("templates" in label for label in labels), labels
-    assert backend.stopped_because == {"templates": inductor.OWN_KERNELS_SUFFICE, "tuned": inductor.CALLS_LIBRARY}
+    assert backend.stopped_because == {
+        "templates": inductor.OWN_KERNELS_SUFFICE,
+        "tuned": inductor.CALLS_LIBRARY,
+        "looped": inductor.CALLS_LIBRARY,
+    }
 
     release.set()  # a templates compile that is done before the default one is read changes nothing
-    staged = {"default": default, "templates": templates, "tuned": default}
+    staged = {"default": default, "templates": templates, "tuned": default, "looped": default}
     backend = _StagedCaptures(staged, release, tmp_path / "cache2")
     [again] = list(backend.generate(request))
     assert [g.label for g in again.candidates] == labels
