@@ -5,8 +5,8 @@
 Tasks come from directories of KernelBench modules, from the building blocks of installed libraries
 (`training.harvest`: `--harvest LIBRARY` at `--harvest-sizes`) and from `training.synth` (seeded). Each is identified by
 the hash of its normalised AST: duplicates are removed, tasks too close to an evaluation suite
-(`--decontaminate DIR|kernelbench:CLONE/levelN ...`), by their code or by computing with the same ops, are dropped
-and reported per suite, `--shard i/n` keeps the tasks of one share, and a
+(`--decontaminate DIR|kernelbench:CLONE/levelN|tritonbench-t:CLONE|tritonbench-g:CLONE ...`), by their code or by
+computing with the same ops, are dropped and reported per suite, `--shard i/n` keeps the tasks of one share, and a
 stable hash puts each task in `train`, `val` or `test`. Written to the output directory:
 
 - `rl.PROFILE.jsonl`: one record per task (no completion), for GRPO and evaluation;
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from model_server import prompts
-from training import config, harvest, jsonl, suites, synth
+from training import config, harvest, jsonl, suites, synth, tritonbench
 from training.dedup import Suite, model_ngrams, task_id
 from training.rationale import rationale
 
@@ -90,7 +90,10 @@ class DataArgs:
     test_fraction: float = field(default=0.05, metadata={"help": "share of tasks in the held-out test split"})
     decontaminate: list[str] = field(
         default_factory=list,
-        metadata={"help": "evaluation suites: directories of task modules, or kernelbench:CLONE/levelN"},
+        metadata={
+            "help": "evaluation suites: directories of task modules, kernelbench:CLONE/levelN, tritonbench-t:CLONE or "
+            "tritonbench-g:CLONE"
+        },
     )
     ngram: int = field(default=12, metadata={"help": "token n-gram length for decontamination"})
     overlap: float = field(
@@ -135,11 +138,10 @@ class DataArgs:
         if missing:
             raise ValueError(f"--tasks: not a directory: {', '.join(missing)}")
         for spec in self.decontaminate:
-            if not Path(spec).is_dir():
-                try:
-                    suites.parse(spec)
-                except suites.SuiteError as exc:
-                    raise ValueError(f"--decontaminate: {exc}") from None
+            try:
+                _evaluation_suite(spec, self.ngram)
+            except suites.SuiteError as exc:
+                raise ValueError(f"--decontaminate: {exc}") from None
 
     @property
     def shard_index(self) -> int:
@@ -292,11 +294,25 @@ def degenerate(source: str) -> bool:
 
 
 def _evaluation_suite(spec: str, n: int) -> Suite:
-    """A suite to decontaminate against: a directory of task modules, or a benchmark `suites` reads."""
+    """A suite to decontaminate against: a directory of task modules, or a benchmark `suites` reads (TritonBench's
+    tasks by their reference code: T's PyTorch, G's Triton with its wrapper). A suite with no task it can read is an
+    error, not a check that passes everything."""
     if Path(spec).is_dir():
-        return Suite(Path(spec), n)
-    parsed = suites.parse(spec)
-    return Suite(parsed.path, n, name=f"{parsed.kind}-{parsed.path.name}")
+        suite = Suite(Path(spec), n)
+    else:
+        parsed = suites.parse(spec)
+        name = f"{parsed.kind}-{parsed.path.name}"
+        sources = None
+        if parsed.kind in suites.TRITONBENCH:
+            try:
+                found = tritonbench.discover(parsed.kind, parsed.path, "simple")
+            except tritonbench.FormatError as exc:
+                raise ValueError(f"--decontaminate {spec}: {exc}") from None
+            sources = {task.path.name: task.reference for task in found}
+        suite = Suite(parsed.path, n, name=name, sources=sources)
+    if not suite.tasks:
+        raise ValueError(f"--decontaminate {spec}: no task there could be read, so nothing would be checked against it")
+    return suite
 
 
 def _contamination(source: str, against: list[Suite], threshold: float) -> tuple[str, str, float, str] | None:

@@ -85,19 +85,26 @@ def op_signature(source: str) -> frozenset[str]:
 
 
 class Suite:
-    """An evaluation suite's tasks, as n-gram sets and op signatures, to check training tasks against."""
+    """An evaluation suite's tasks, as n-gram sets and op signatures, to check training tasks against: the task
+    modules of a directory, or (`sources`) each task's name and code."""
 
-    def __init__(self, directory: Path, n: int, name: str | None = None):
+    def __init__(self, directory: Path, n: int, name: str | None = None, sources: dict[str, str] | None = None):
         self.name = name or directory.name
         self.n = n
         self.tasks: dict[str, set[tuple[str, ...]]] = {}
         self.signatures: dict[frozenset[str], str] = {}
-        for path in sorted(directory.glob("*.py")):
+        if sources is None:
+            sources = {}
+            for path in sorted(directory.glob("*.py")):
+                try:
+                    sources[path.name] = path.read_text()
+                except (OSError, UnicodeDecodeError):
+                    continue
+        for task, source in sources.items():
             try:
-                source = path.read_text()
-                self.tasks[path.name] = model_ngrams(source, n)
-                self.signatures.setdefault(op_signature(source), path.name)
-            except (SyntaxError, UnicodeDecodeError, tokenize.TokenError):
+                self.tasks[task] = model_ngrams(source, n)
+                self.signatures.setdefault(op_signature(source), task)
+            except (SyntaxError, tokenize.TokenError):
                 continue
         self.signatures.pop(frozenset(), None)
 

@@ -154,3 +154,32 @@ def test_every_shard_agrees_on_the_splits_after_the_held_out_tasks_are_decontami
     halves = [data.collect(parse(data.DataArgs, [*common, "--shard", f"{i}/2"], "data"))[0] for i in range(2)]
     assert sheet["held_out_decontamination"]["moved_to_train"] > 0, "the case must move a held-out task"
     assert {(t.id, t.split) for t in whole} == {(t.id, t.split) for half in halves for t in half}
+
+
+def test_tritonbench_is_decontaminated_against_by_its_tasks_reference_code():
+    """`--decontaminate tritonbench-t:CLONE` once read the data folder's top-level `*.py`, of which a release has
+    none, and so checked against nothing. Now each channel's tasks are read as the benchmark lists them: a softmax
+    task is T's `row_softmax` by its ops."""
+    bench = FIXTURES / "tritonbench"
+    channel_t = data._evaluation_suite(f"tritonbench-t:{bench}", 12)
+    channel_g = data._evaluation_suite(f"tritonbench-g:{bench}", 12)
+    assert set(channel_t.tasks) == {"row_softmax.py", "scaled_add.py"}
+    assert set(channel_g.tasks) == {"scaled_add_kernel.py", "softmax_rows_kernel.py"}
+    softmax = (TASKS / "softmax.py").read_text()
+    assert data._contamination(softmax, [channel_g, channel_t], 0.5) == (
+        "tritonbench-t-data",
+        "row_softmax.py",
+        0.0,
+        "ops",
+    )
+    assert data._contamination((TASKS / "matmul.py").read_text(), [channel_g, channel_t], 0.5) is None
+
+
+def test_a_suite_with_no_task_to_check_against_is_refused(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    flags = ["--output-dir", str(tmp_path / "out"), "--tasks", str(TASKS), "--decontaminate", str(empty)]
+    with pytest.raises(SystemExit) as refused:
+        data.main(flags)
+    assert refused.value.code == 2
+    assert f"--decontaminate {empty}: no task there could be read" in capsys.readouterr().err
