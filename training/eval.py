@@ -268,6 +268,12 @@ def recorded_samples(out: Path) -> list[dict]:
     samples, missing = [], 0
     try:
         for task in read_results(out):
+            if any("exec" in sample for sample in task["samples"]):
+                raise ValueError(
+                    f"{out} is a TritonBench evaluation: its programs are scored by the benchmark's own test code, "
+                    "not verified as KernelBench-style tasks; its results.json holds their call and execution "
+                    "accuracy (benchmarks/compare_evals.py prints them)"
+                )
             task_path = Path(task["path"])
             if not task_path.is_file():  # an evaluation made elsewhere: its JSONL tasks are written under OUT/tasks
                 task_path = out / suites.TASKS_DIR / task_path.name

@@ -3,6 +3,7 @@ read from real synthetic tasks and kernel texts that differ only in what is meas
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,14 @@ def test_a_directory_that_is_no_evaluation_is_named(tmp_path):
     result = run(tmp_path)
     assert result.returncode == 2
     assert f"{tmp_path / 'results.json'} does not exist" in result.stderr
+
+
+def test_a_tritonbench_evaluation_is_named_as_such(tmp_path):
+    """A TritonBench evaluation's samples are the benchmark's programs, scored by its test code: there is no
+    KernelBench-style task to read counts from, so the tool says what the folder is instead of misreading it."""
+    sample = {"verdict": "correct", "call": True, "exec": True, "correct": True, "candidate": "candidates/t/s0.py"}
+    record = {"name": "row_softmax", "path": "data/TritonBench_T_v1/row_softmax.py", "samples": [sample], "correct": 1}
+    (tmp_path / "results.json").write_text(json.dumps({"tasks": [record], "totals": {}}))
+    result = run(tmp_path)
+    assert result.returncode == 2
+    assert f"{tmp_path} is a TritonBench evaluation" in result.stderr
