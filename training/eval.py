@@ -48,23 +48,30 @@ from __future__ import annotations
 import collections
 import datetime
 import json
-import os
 import sys
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
 
-from model_server import prompts
-from model_server.backends.transformers_backend import DTYPE_HELP, DTYPES
-from training import config, jsonl, rewards, suites, tritonbench, tritonbench_score
+from training import config, jsonl, rewards, suites, tritonbench_eval, tritonbench_score
+from training.eval_args import EvalArgs
+from training.eval_jobs import (
+    TASKS_FILE,
+    EvalError,
+    generate,
+    log,
+    model_name,
+    pending_tasks,
+    record_all,
+    start_backend,
+    write_candidates,
+)
+from training.eval_metrics import counts, fast_p, mean_pass, mean_share
 from training.suites import SuiteTask
-from training.tritonbench import BenchTask
-from verifier import DEVICES, Task
+from verifier import Task
 
-TASKS_FILE = "tasks.jsonl"
 RESULTS_FILE = "results.json"
 # Arguments that change what a task's samples are: a re-run on the same directory must keep them.
 RESULT_ARGUMENTS = (
@@ -83,115 +90,10 @@ RESULT_ARGUMENTS = (
     "dtype",
     "tritonbench_instruction",
 )
-MORE_K = (5, 10, 20, 50, 100)
 PLOT_POINTS = 200
 BASELINES = ("eager", "compile")
 KERNELBENCH_TOLERANCE = 1e-2  # KernelBench's harness: torch.allclose(rtol=1e-2, atol=1e-2)
 NO_MODEL = "the inductor backend converts PyTorch modules; TritonBench tasks need a model backend"
-
-
-@dataclass
-class EvalArgs:
-    """What `python -m training.eval` evaluates, and how."""
-
-    output_dir: str = field(default="", metadata={"help": "directory for the results, candidates and plot"})
-    suite: str = field(
-        default="",
-        metadata={
-            "help": "a directory of KernelBench task modules, an rl.PROFILE.jsonl file, kernelbench:CLONE/levelN, "
-            "or tritonbench-t:CLONE / tritonbench-g:CLONE"
-        },
-    )
-    split: str = field(default="test", metadata={"help": "the records of this split, when --suite is a JSONL file"})
-    backend: str = field(default="inductor", metadata={"help": "inductor, transformers, vllm or openai"})
-    model: str = field(default="", metadata={"help": "model directory or id (transformers, vllm, openai)"})
-    profile: str = field(default="autotriton", metadata={"help": "prompt profile: autotriton, kernelllm, chat"})
-    base_url: str = field(default="", metadata={"help": "openai: the server's URL (else $OPENAI_BASE_URL)"})
-    tensor_parallel: int = field(default=1, metadata={"help": "vllm: GPUs the model is split over"})
-    samples: int = field(default=4, metadata={"help": "candidates asked for per task (K)"})
-    temperature: float = field(default=0.8, metadata={"help": "sampling temperature of model backends"})
-    max_tokens: int = field(default=2048, metadata={"help": "longest reply of model backends, in tokens"})
-    k: list[str] = field(
-        default_factory=list, metadata={"help": "k of pass@k (none: 1, K, and those of 5 10 20 50 100 below K)"}
-    )
-    fast_p: list[str] = field(
-        default_factory=lambda: ["0", "1", "1.5", "2"], metadata={"help": "speedup thresholds p of fast_p"}
-    )
-    device: str = field(
-        default="auto", metadata={"help": "where the model runs and candidates are verified: auto, cuda or cpu"}
-    )
-    verify_device: str = field(
-        default="",
-        metadata={
-            "help": "where candidates are verified, when not on --device: cpu verifies in the Triton interpreter "
-            "(the GRPO rewards' route) while the model generates on the GPU"
-        },
-    )
-    trials: int = field(default=5, metadata={"help": "verification trials per candidate"})
-    timeout: float = field(default=120.0, metadata={"help": "seconds per verification run"})
-    timing: bool = field(default=True, metadata={"help": "time correct candidates against eager and torch.compile"})
-    workers: int = field(default=2, metadata={"help": "candidates verified at once"})
-    batch: int = field(
-        default=32,
-        metadata={"help": "transformers: sequences sampled in one generate call (the samples of several tasks)"},
-    )
-    compile: bool = field(
-        default=False, metadata={"help": "transformers: decode with a static KV cache, compiled on a GPU"}
-    )
-    dtype: str = field(default="auto", metadata={"help": DTYPE_HELP})
-    tritonbench_instruction: str = field(
-        default="simple", metadata={"help": "TritonBench suites: the benchmark's simple or complex instructions"}
-    )
-
-    def __post_init__(self) -> None:
-        if not self.output_dir:
-            raise ValueError("--output-dir is required")
-        if not self.suite:
-            raise ValueError("--suite is required")
-        suites.parse(self.suite)
-        if self.profile not in prompts.PROFILES:
-            raise ValueError(f"--profile must be one of {', '.join(prompts.PROFILES)}, got {self.profile!r}")
-        if self.device not in DEVICES:
-            raise ValueError(f"--device must be one of {', '.join(DEVICES)}, got {self.device!r}")
-        if self.verify_device and self.verify_device not in DEVICES:
-            raise ValueError(f"--verify-device must be one of {', '.join(DEVICES)}, got {self.verify_device!r}")
-        if self.tritonbench_instruction not in tritonbench.INSTRUCTIONS:
-            kinds = " or ".join(tritonbench.INSTRUCTIONS)
-            raise ValueError(f"--tritonbench-instruction must be {kinds}, got {self.tritonbench_instruction!r}")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
-        if min(self.samples, self.trials, self.workers, self.tensor_parallel, self.max_tokens, self.batch) < 1:
-            raise ValueError(
-                "--samples, --trials, --workers, --tensor-parallel, --max-tokens and --batch must be at least 1"
-            )
-        if self.timeout <= 0 or self.temperature < 0:
-            raise ValueError("--timeout must be positive and --temperature at least 0")
-        self.k = [str(k) for k in self.k]
-        self.fast_p = [str(p) for p in self.fast_p]
-        try:
-            ks, ps = self.ks, self.ps
-        except ValueError:
-            raise ValueError("--k takes whole numbers and --fast-p numbers") from None
-        if any(k < 1 or k > self.samples for k in ks):
-            raise ValueError(f"--k values must be between 1 and --samples ({self.samples}), got {self.k}")
-        if not ps or any(p < 0 for p in ps):
-            raise ValueError(f"--fast-p needs one or more thresholds of at least 0, got {self.fast_p}")
-
-    @property
-    def ks(self) -> list[int]:
-        """The k of pass@k, ascending."""
-        if self.k:
-            return sorted({int(k) for k in self.k})
-        return sorted({1, self.samples, *(k for k in MORE_K if k <= self.samples)})
-
-    @property
-    def ps(self) -> list[float]:
-        """The thresholds p of fast_p, ascending."""
-        return sorted({float(p) for p in self.fast_p})
-
-
-class EvalError(Exception):
-    """The evaluation cannot start; the message says why."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,15 +115,15 @@ def evaluate(args: EvalArgs) -> int:
         if bench:
             tasks = suites.tritonbench_tasks(suite, args.tritonbench_instruction)
         else:
-            tasks = suites.discover(suite, args.split, out, log=_log)
+            tasks = suites.discover(suite, args.split, out, log=log)
         check_resumable(args, out)
         config.save(args, out)
-        records, backend_name, model, device = (run_tritonbench if bench else run)(tasks, args, out)
+        records, backend_name, model, device = (tritonbench_eval.run if bench else run)(tasks, args, out)
     except KeyboardInterrupt:
-        _log(f"stopped; the finished tasks are in {out / TASKS_FILE}: re-run the same command to go on")
+        log(f"stopped; the finished tasks are in {out / TASKS_FILE}: re-run the same command to go on")
         return 130
     if bench:
-        totals = summarize_tritonbench(records, args.ks, suite.source["channel"], args.tritonbench_instruction)
+        totals = tritonbench_eval.summarize(records, args.ks, suite.source["channel"], args.tritonbench_instruction)
     else:
         totals = summarize(records, args.ks, args.ps, timed=device == "cuda" and args.timing)
     totals |= {
@@ -237,7 +139,7 @@ def evaluate(args: EvalArgs) -> int:
     if not bench:
         plot(records, totals, args.ps, out / "fast_p.png")
     print(tritonbench_score.table(records, totals) if bench else table(records, totals))
-    _log(f"wrote the results to {out}")
+    log(f"wrote the results to {out}")
     return 0
 
 
@@ -344,76 +246,6 @@ def run(tasks: list[SuiteTask], args: EvalArgs, out: Path) -> tuple[list[dict], 
     return [finished[(task.name, task.id)] for task in tasks], backend.name, model_name(args, backend), pool.device
 
 
-def pending_tasks(tasks: list, out: Path) -> tuple[dict, list]:
-    """The records `tasks.jsonl` holds, by (name, id), and the tasks (anything with a name and an id) it lacks."""
-    finished = {(r["name"], r["id"]): r for r in jsonl.read(out / TASKS_FILE) if "name" in r and "id" in r}
-    pending = [task for task in tasks if (task.name, task.id) not in finished]
-    _log(f"{len(pending)} tasks to evaluate ({len(tasks) - len(pending)} finished in an earlier run)")
-    return finished, pending
-
-
-def start_backend(args: EvalArgs):
-    """The model server backend the arguments name (EvalError where it cannot start)."""
-    from model_server.backends import BackendConfig, BackendError, create_backend
-
-    backend_config = BackendConfig(
-        name=args.backend,
-        model=args.model or None,
-        profile=args.profile,
-        device=args.device,
-        base_url=args.base_url or None,
-        api_key=os.environ.get("OPENAI_API_KEY"),
-        tensor_parallel_size=args.tensor_parallel,
-        batch=args.batch,
-        compile=args.compile,
-        dtype=args.dtype,
-    )
-    try:
-        return create_backend(backend_config)
-    except BackendError as exc:
-        raise EvalError(str(exc)) from exc
-
-
-def model_name(args: EvalArgs, backend) -> str:
-    """The model `results.json` names: --model, else what the backend serves."""
-    return args.model or ", ".join(backend.models())
-
-
-def record_all(pending: list, finished: dict, job, args: EvalArgs, out: Path) -> None:
-    """Run `job(task)` (a function and its arguments, giving the task's record) for every pending task, as many at
-    once as fill a generation batch, adding each record to `finished` and appending it to `tasks.jsonl` as it
-    comes (one whose task could not be judged is not appended, so a re-run tries it again)."""
-    from verifier import SandboxStartError
-
-    started = time.monotonic()
-    with (
-        ThreadPoolExecutor(max_workers=max(args.workers, args.batch // args.samples)) as workers,
-        (out / TASKS_FILE).open("a") as log,
-    ):
-        if log.tell() and not (out / TASKS_FILE).read_bytes().endswith(b"\n"):
-            log.write("\n")  # after a line an interrupted run cut short, which is then skipped on reading
-        futures = {workers.submit(*job(task)): task for task in pending}
-        try:
-            for number, future in enumerate(as_completed(futures), 1):
-                try:
-                    record = future.result()
-                except SandboxStartError as exc:
-                    raise EvalError(f"the verifier's sandbox cannot start: {exc}") from exc
-                finished[(record["name"], record["id"])] = record
-                if not record.get("unverified"):
-                    log.write(json.dumps(record) + "\n")
-                    log.flush()
-                rate = number / max(time.monotonic() - started, 1e-9) * 60
-                outcome = record["error"] or f"{record['correct']}/{len(record['samples'])} correct"
-                outcome += "; not counted, and a re-run tries it again" if record.get("unverified") else ""
-                _log(
-                    f"[{number}/{len(pending)}] {record['name']}: {outcome} "
-                    f"({record['seconds']:.1f} s; {rate:.1f} tasks/min)"
-                )
-        finally:
-            workers.shutdown(wait=True, cancel_futures=True)
-
-
 def evaluate_task(task: SuiteTask, backend, pool, verifiers: Executor, args: EvalArgs, out: Path) -> dict:
     """One task's record: its samples from `backend`, each verified on `pool` (through `verifiers`, so the
     samples of a task are verified at once), or why there are none."""
@@ -447,35 +279,6 @@ def evaluate_task(task: SuiteTask, backend, pool, verifiers: Executor, args: Eva
     return record
 
 
-def generate(backend, request, record: dict) -> list:
-    """The candidates `backend` makes for `request`; where it fails, or makes none, `record` says so (its `error`,
-    and `unverified` where generation ran out of memory: the machine's state, not the model's). `shortfall` says
-    why fewer were made than asked."""
-    from model_server.backends.base import collect
-
-    not_made: list[str] = []
-    try:
-        generated, not_made = collect(backend, request)
-    except Exception as exc:  # any failure of one task's generation is that task's outcome, not the run's
-        record["error"] = f"generation failed: {_describe(exc)}"
-        if _out_of_memory(exc):  # a re-run tries again
-            record["unverified"] = True
-        generated = []
-    record["shortfall"] = not_made
-    if not generated and record["error"] is None:
-        record["error"] = "generation failed: the backend returned no candidate"
-    return generated
-
-
-def write_candidates(generated: list, folder: Path) -> list[Path]:
-    """Each candidate's source written to `folder/sample_I.py`; the paths."""
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / f"sample_{number}.py" for number in range(len(generated))]
-    for path, candidate in zip(paths, generated, strict=True):
-        path.write_text(candidate.source)
-    return paths
-
-
 def verify_sample(pool, task: Task, candidate: str, origin: str, args: EvalArgs) -> dict:
     """The verifier's verdict and speedups for one candidate (strict policy); `origin` names it in messages."""
     report = pool.verify(
@@ -502,147 +305,13 @@ def verify_sample(pool, task: Task, candidate: str, origin: str, args: EvalArgs)
     }
 
 
-# ---------------------------------------------------------------- TritonBench
-
-
-def run_tritonbench(tasks: list[BenchTask], args: EvalArgs, out: Path) -> tuple[list[dict], str, str, str]:
-    """`run` for a TritonBench suite: no verifier pool, each task's programs run in one-off sandboxes
-    (`training/tritonbench_score.py`) on the device candidates are verified on."""
-    from verifier import resolve_device
-
-    try:
-        device = resolve_device(args.verify_device or args.device)
-    except ValueError as exc:
-        raise EvalError(f"--verify-device: {exc}" if args.verify_device else str(exc)) from exc
-    finished, pending = pending_tasks(tasks, out)
-    backend = start_backend(args)
-    with ThreadPoolExecutor(max_workers=args.workers) as runners:
-
-        def job(task: BenchTask) -> tuple:
-            return evaluate_tritonbench_task, task, backend, runners, device, args, out
-
-        record_all(pending, finished, job, args, out)
-    return [finished[(t.name, t.id)] for t in tasks], backend.name, model_name(args, backend), device
-
-
-def evaluate_tritonbench_task(
-    task: BenchTask, backend, runners: Executor, device: str, args: EvalArgs, out: Path
-) -> dict:
-    """One TritonBench task's record: the reference's run, then the samples `backend` writes for the task's own
-    instruction, each run and scored, or why there are none. Every program runs through `runners` (so a task's
-    samples run at once, and no more programs than --workers run at a time). `correct` counts the samples that pass
-    execution, `call` those that pass the call test."""
-    from model_server.backends.base import GenerationRequest
-
-    started = time.monotonic()
-    record = {"name": task.name, "path": str(task.path), "id": task.id, "samples": [], "correct": 0, "call": 0}
-    record["error"] = None
-    reference = runners.submit(tritonbench_score.reference_run, task, device, args.timeout, out).result()
-    if not reference["call"]:
-        error = f"the reference fails on {device}: {tritonbench_score.failure_line(reference)}"
-        return record | {"error": error, "unverified": True, "seconds": round(time.monotonic() - started, 2)}
-    record["reference_reproducible"] = reference["reproducible"]
-    request = GenerationRequest(
-        None, args.samples, device, temperature=args.temperature, max_tokens=args.max_tokens, prompt=task.instruction
-    )
-    generated = generate(backend, request, record)
-    if record.get("unverified"):
-        return record | {"seconds": round(time.monotonic() - started, 2)}
-    paths = write_candidates(generated, out / "candidates" / task.name)
-    futures = [
-        runners.submit(tritonbench_score.score, task, candidate.source, reference, device, args.timeout)
-        for candidate in generated
-    ]
-    samples = [future.result() for future in futures]
-    for sample, path in zip(samples, paths, strict=True):
-        sample["candidate"] = str(path.relative_to(out))
-    record["samples"] = samples
-    record["correct"] = sum(sample["exec"] for sample in samples)
-    record["call"] = sum(sample["call"] for sample in samples)
-    record["seconds"] = round(time.monotonic() - started, 2)
-    return record
-
-
-def summarize_tritonbench(records: list[dict], ks: list[int], channel: str, instruction: str) -> dict:
-    """The totals over the TritonBench tasks whose reference ran: call and execution accuracy (pass@1 of `call` and
-    of `exec`, a mean over tasks), pass@k of `exec`, the share of samples that pass `exec` with the audit clean, and
-    counts."""
-    counts, records = _counts(records)
-    samples = [s for r in records for s in r["samples"]]
-    return {
-        **counts,
-        "pass@k": {str(k): _mean_pass(records, "correct", k) for k in ks},
-        "tritonbench": {
-            "channel": channel,
-            "instruction": instruction,
-            "call_accuracy": _mean_pass(records, "call", 1),
-            "exec_accuracy": _mean_pass(records, "correct", 1),
-            "exec_audit_clean": mean_share(records, tritonbench_score.clean_pass),
-            "references_not_reproducible": [r["name"] for r in records if r.get("reference_reproducible") is False],
-            "exec_rule": "exit 0, and stdout then test_results printed exactly as the reference's (fixed seed)",
-        },
-        "verdicts": dict(sorted(collections.Counter(s["verdict"] for s in samples).items())),
-    }
-
-
-def _counts(records: list[dict]) -> tuple[dict, list[dict]]:
-    """The counts every suite's totals open with, over the tasks that could be judged (a sample's `correct` is its
-    pass by the suite's rule), and those tasks; a task whose own run failed is listed apart and not counted."""
-    unverified = [r["name"] for r in records if r.get("unverified")]
-    records = [r for r in records if not r.get("unverified")]
-    samples = [s for r in records for s in r["samples"]]
-    counts = {
-        "tasks": len(records),
-        "samples": len(samples),
-        "correct_samples": sum(s["correct"] for s in samples),
-        "tasks_solved": sum(r["correct"] > 0 for r in records),
-        "tasks_failed_to_generate": sum(bool(r["error"]) and not r["samples"] for r in records),
-        "tasks_unverified": unverified,
-    }
-    return counts, records
-
-
-def _mean_pass(records: list[dict], key: str, k: int) -> float:
-    """The mean over tasks of pass@k, counting a task's samples that pass by its record's `key` count."""
-    values = [pass_at_k(len(r["samples"]), r[key], k) for r in records]
-    return sum(values) / len(values) if values else 0.0
-
-
-# ---------------------------------------------------------------- metrics
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """The chance that at least one of k samples drawn without replacement from n, c of them correct, is
-    correct: 1 - C(n-c, k) / C(n, k), as a product (no huge binomials). A k above n is taken as n."""
-    if n == 0:
-        return 0.0
-    k = min(k, n)
-    if n - c < k:
-        return 1.0
-    missed = 1.0
-    for i in range(n - c + 1, n + 1):
-        missed *= 1.0 - k / i
-    return 1.0 - missed
-
-
-def fast_p(records: list[dict], p: float, baseline: str, correct: str = "correct") -> float:
-    """The mean over tasks of the share of a task's samples that are correct (by the sample's key `correct`) with a
-    speedup above `p` against `baseline` (`eager` or `compile`); a task without samples counts as 0."""
-    return mean_share(records, lambda s: s.get(correct) and (s.get(f"speedup_vs_{baseline}") or 0.0) > p)
-
-
-def mean_share(records: list[dict], holds) -> float:
-    """The mean over tasks of the share of a task's samples for which `holds`; a task without samples is 0."""
-    if not records:
-        return 0.0
-    shares = [sum(bool(holds(s)) for s in r["samples"]) / len(r["samples"]) if r["samples"] else 0.0 for r in records]
-    return sum(shares) / len(records)
+# ---------------------------------------------------------------- totals
 
 
 def summarize(records: list[dict], ks: list[int], ps: list[float], timed: bool) -> dict:
     """The totals over the tasks that could be verified: pass@k, fast_p (null without timings), and counts; a task
     whose own run failed says nothing of the model, so it is listed apart and not counted."""
-    counts, records = _counts(records)
+    counted, records = counts(records)
     fast = {"eager": None, "compile": None, "note": "no timings on a CPU or with --no-timing"}
     if timed:
         fast = {baseline: {f"{p:g}": fast_p(records, p, baseline) for p in ps} for baseline in BASELINES}
@@ -654,8 +323,8 @@ def summarize(records: list[dict], ks: list[int], ps: list[float], timed: bool) 
     }
     samples = [s for r in records for s in r["samples"]]
     return {
-        **counts,
-        "pass@k": {str(k): _mean_pass(records, "correct", k) for k in ks},
+        **counted,
+        "pass@k": {str(k): mean_pass(records, "correct", k) for k in ks},
         "fast_p": fast,
         "kernelbench": kernelbench,
         "verdicts": dict(collections.Counter(s["verdict"] for s in samples)),
@@ -714,7 +383,7 @@ def plot(records: list[dict], totals: dict, ps: list[float], path: Path) -> None
     try:
         import matplotlib
     except ImportError:
-        _log("matplotlib is not installed: no plot")
+        log("matplotlib is not installed: no plot")
         return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -738,25 +407,6 @@ def plot(records: list[dict], totals: dict, ps: list[float], path: Path) -> None
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
-
-
-# ---------------------------------------------------------------- files
-
-
-def _out_of_memory(exc: Exception) -> bool:
-    """Whether generation ran out of memory (the GPU shared with other jobs, say) rather than failed on the task."""
-    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in str(exc).lower()
-
-
-def _describe(exc: Exception) -> str:
-    from model_server.backends.base import BackendError
-
-    text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-    return text if isinstance(exc, BackendError) else f"{type(exc).__name__}: {text}".rstrip(": ")
-
-
-def _log(text: str) -> None:
-    print(f"training.eval: {text}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from training import eval as evaluation
+from training import eval_metrics
 
 FAILING = {"compile_error", "rejected", "runtime_error", "crashed", "incorrect", "timeout"}
 TASK = '''"""{doc}"""
@@ -72,7 +73,7 @@ def lines(path) -> list[dict]:
     ],
 )
 def test_pass_at_k_matches_hand_computed_values(n, c, k, expected):
-    assert evaluation.pass_at_k(n, c, k) == pytest.approx(expected)
+    assert eval_metrics.pass_at_k(n, c, k) == pytest.approx(expected)
 
 
 def test_pass_at_k_is_the_share_of_k_subsets_holding_a_correct_sample():
@@ -81,13 +82,13 @@ def test_pass_at_k_is_the_share_of_k_subsets_holding_a_correct_sample():
             for k in range(1, n + 1):
                 subsets = list(itertools.combinations(range(n), k))
                 hits = sum(any(i < c for i in subset) for subset in subsets)
-                assert evaluation.pass_at_k(n, c, k) == pytest.approx(hits / len(subsets)), (n, c, k)
+                assert eval_metrics.pass_at_k(n, c, k) == pytest.approx(hits / len(subsets)), (n, c, k)
 
 
 def test_pass_at_k_stays_exact_where_the_binomials_are_huge():
     n, c, k = 500, 7, 100
     exact = 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
-    assert evaluation.pass_at_k(n, c, k) == pytest.approx(float(exact), rel=1e-9)
+    assert eval_metrics.pass_at_k(n, c, k) == pytest.approx(float(exact), rel=1e-9)
 
 
 def test_fast_p_averages_each_tasks_share_of_fast_correct_samples():
@@ -96,13 +97,13 @@ def test_fast_p_averages_each_tasks_share_of_fast_correct_samples():
         task_record(sample(True, 1.6, None)),
         task_record(error="generation failed: no model"),
     ]
-    assert evaluation.fast_p(records, 0, "eager") == pytest.approx((2 / 4 + 1) / 3)
-    assert evaluation.fast_p(records, 1, "eager") == pytest.approx((1 / 4 + 1) / 3)
-    assert evaluation.fast_p(records, 1.5, "eager") == pytest.approx((1 / 4 + 1) / 3)
-    assert evaluation.fast_p(records, 2, "eager") == pytest.approx((1 / 4) / 3)
-    assert evaluation.fast_p(records, 1, "compile") == pytest.approx((1 / 4) / 3)
-    assert evaluation.fast_p(records, 1.2, "compile") == 0.0
-    assert evaluation.fast_p([], 1, "eager") == 0.0
+    assert eval_metrics.fast_p(records, 0, "eager") == pytest.approx((2 / 4 + 1) / 3)
+    assert eval_metrics.fast_p(records, 1, "eager") == pytest.approx((1 / 4 + 1) / 3)
+    assert eval_metrics.fast_p(records, 1.5, "eager") == pytest.approx((1 / 4 + 1) / 3)
+    assert eval_metrics.fast_p(records, 2, "eager") == pytest.approx((1 / 4) / 3)
+    assert eval_metrics.fast_p(records, 1, "compile") == pytest.approx((1 / 4) / 3)
+    assert eval_metrics.fast_p(records, 1.2, "compile") == 0.0
+    assert eval_metrics.fast_p([], 1, "eager") == 0.0
 
 
 def test_totals_give_fast_p_only_where_candidates_were_timed():
