@@ -16,7 +16,6 @@ import importlib.util
 import json
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -34,6 +33,7 @@ from model_server.inductor.matmul_gemm import (
     reduce_grid,
     reduce_source,
     split_of,
+    with_padded_copy,
 )
 
 # name: (M, N, K)
@@ -118,7 +118,7 @@ def _runner(spec: MatmulSpec, tile: dict, precision: str, split: int, a, b, fold
         copy = _load(copy_source(f"copy_{key}", size, stride), f"copy_{key}", folder)
         padded = torch.empty_strided(size, padded_stride(size), device="cuda")
         copies.append((copy, copy_grid(size), x, padded))
-        spec = replace(spec, **{f"{key}_stride": padded_stride(size)}, b_padded=spec.b_padded or key == "b")
+        spec = with_padded_copy(spec, key)
         operands[key] = padded
     a, b = operands["a"], operands["b"]
     main = _load(kernel_source("mm_kernel", spec, tile, precision, split), "mm_kernel", folder)

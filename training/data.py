@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from model_server import prompts
-from training import config, harvest, jsonl, suites, synth, tritonbench
+from training import config, harvest, jsonl, suites, synth
 from training.dedup import Suite, model_ngrams, task_id
 from training.rationale import rationale
 
@@ -304,11 +304,7 @@ def _evaluation_suite(spec: str, n: int) -> Suite:
         name = f"{parsed.kind}-{parsed.path.name}"
         sources = None
         if parsed.kind in suites.TRITONBENCH:
-            try:
-                found = tritonbench.discover(parsed.kind, parsed.path, "simple")
-            except tritonbench.FormatError as exc:
-                raise ValueError(f"--decontaminate {spec}: {exc}") from None
-            sources = {task.path.name: task.reference for task in found}
+            sources = {task.path.name: task.reference for task in suites.tritonbench_tasks(parsed, "simple")}
         suite = Suite(parsed.path, n, name=name, sources=sources)
     if not suite.tasks:
         raise ValueError(f"--decontaminate {spec}: no task there could be read, so nothing would be checked against it")

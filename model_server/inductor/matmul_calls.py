@@ -9,7 +9,6 @@ workspace is allocated first and a second kernel adds the splits into `bufN`. An
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 
 from model_server.inductor.launcher import (
     FP32,
@@ -35,6 +34,7 @@ from model_server.inductor.matmul_gemm import (
     reduce_grid,
     reduce_source,
     split_of,
+    with_padded_copy,
 )
 
 SIGNATURES = {
@@ -101,7 +101,7 @@ def _replacement(
             f"{padded} = empty_strided_cuda({size}, {padded_stride(size)}, {FP32})",
             f"{copy}.run({texts[key]}, {padded}, {', '.join(map(str, copy_grid(size)))})",
         )
-        spec = replace(spec, **{f"{key}_stride": padded_stride(size)}, b_padded=spec.b_padded or key == "b")
+        spec = with_padded_copy(spec, key)
         texts[key] = padded
     target = named(arguments["out"], f"{stem}_out_view", statements)
     bias = [named(arguments["bias"], f"{stem}_bias_view", statements)] if spec.bias_stride else []

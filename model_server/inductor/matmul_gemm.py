@@ -14,7 +14,7 @@ columns wrap around at that padded width: read in place, or wrapped at an odd wi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from model_server.inductor.conv_gemm import constant_lines
 from model_server.inductor.launcher import extent
@@ -91,10 +91,11 @@ def kernel_source(name: str, spec: MatmulSpec, tile: dict, precision: str, split
     partial product to a contiguous (split, batch, M, N) workspace, which `reduce_source`'s kernel completes."""
     spec.check()
     chunk = -(-spec.k // (split * tile["BLOCK_K"])) * tile["BLOCK_K"]
+    wrap_n = _wrap_n(spec)
     constants = {
         "M": spec.m,
         "N": spec.n,
-        "WRAP_N": _wrap_n(spec),
+        "WRAP_N": wrap_n,
         "K": spec.k,
         "BATCH": spec.batch,
         "TILES_M": -(-spec.m // tile["BLOCK_M"]),
@@ -105,7 +106,7 @@ def kernel_source(name: str, spec: MatmulSpec, tile: dict, precision: str, split
     constants |= {f"SA_{a}": v for a, v in zip("BMK", spec.a_stride)}
     constants |= {f"SB_{a}": v for a, v in zip("BKN", spec.b_stride)}
     constants |= {key: tile[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")}
-    largest = max(spec.largest, split * spec.batch * spec.m * spec.n, spec.batch * spec.k * _wrap_n(spec))
+    largest = max(spec.largest, split * spec.batch * spec.m * spec.n, spec.batch * spec.k * wrap_n)
     k_masked = split * chunk != spec.k
     if split > 1:
         parameters, tail = "a_ptr, b_ptr, work_ptr", _TAIL_PARTIAL
@@ -148,6 +149,12 @@ def _wrap_n(spec: MatmulSpec) -> int:
     columns the store masks."""
     row_major = spec.b_stride[2] == 1 and spec.n > 1
     return padded_stride((spec.batch, spec.k, spec.n))[1] if spec.b_padded and row_major else spec.n
+
+
+def with_padded_copy(spec: MatmulSpec, operand: str) -> MatmulSpec:
+    """`spec` with operand `a` or `b` read from `copy_source`'s padded copy instead of in place."""
+    size = (spec.batch, spec.m, spec.k) if operand == "a" else (spec.batch, spec.k, spec.n)
+    return replace(spec, **{f"{operand}_stride": padded_stride(size)}, b_padded=spec.b_padded or operand == "b")
 
 
 def padded_stride(size: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -222,31 +229,29 @@ def {name}({parameters}):
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
 '''
 
-_LOOP = """    for _ in range(K_STEPS):
-        a = tl.load(a_ptrs)
+_STEP = """        a = tl.load(a_ptrs)
         b = tl.load(b_ptrs)
         acc = tl.dot(a, b, acc, input_precision="{precision}")
         a_ptrs += BLOCK_K * SA_K
         b_ptrs += BLOCK_K * SB_K
-    mask = (rows_out < M)[:, None] & (columns_out < N)[None, :]
 """
-
+_MASK = """    mask = (rows_out < M)[:, None] & (columns_out < N)[None, :]
+"""
+_LOOP = "    for _ in range(K_STEPS):\n" + _STEP + _MASK
 # Where K is no multiple of the splits' steps, the steps wholly inside K load unmasked (a mask on every step would
 # keep the compiler from vector loads), and one masked step reads the tail.
-_LOOP_PEELED = """    whole = tl.minimum(K_STEPS, (K - split.to(INDEX) * K_CHUNK) // BLOCK_K)
-    for _ in range(whole):
-        a = tl.load(a_ptrs)
-        b = tl.load(b_ptrs)
-        acc = tl.dot(a, b, acc, input_precision="{precision}")
-        a_ptrs += BLOCK_K * SA_K
-        b_ptrs += BLOCK_K * SB_K
-    if whole < K_STEPS:
+_LOOP_PEELED = (
+    "    whole = tl.minimum(K_STEPS, (K - split.to(INDEX) * K_CHUNK) // BLOCK_K)\n"
+    "    for _ in range(whole):\n"
+    + _STEP
+    + """    if whole < K_STEPS:
         ks += tl.maximum(whole, 0) * BLOCK_K
         a = tl.load(a_ptrs, mask=ks[None, :] < K, other=0.0)
         b = tl.load(b_ptrs, mask=ks[:, None] < K, other=0.0)
         acc = tl.dot(a, b, acc, input_precision="{precision}")
-    mask = (rows_out < M)[:, None] & (columns_out < N)[None, :]
 """
+    + _MASK
+)
 
 _TAIL_STORE = """    out_offsets = batch * SO_B + rows_out[:, None] * SO_M + columns_out[None, :] * SO_N
     tl.store(out_ptr + out_offsets, acc, mask=mask)
