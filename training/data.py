@@ -4,10 +4,12 @@
 
 Tasks come from directories of KernelBench modules, from the building blocks of installed libraries
 (`training.harvest`: `--harvest LIBRARY` at `--harvest-sizes`) and from `training.synth` (seeded). Each is identified by
-the hash of its normalised AST: duplicates are removed, tasks too close to an evaluation suite
+the hash of its normalised AST (`training.dedup`): duplicates (the same module up to the names of its own classes and
+functions: a library block copied under another family's name) are removed, tasks too close to an evaluation suite
 (`--decontaminate DIR|kernelbench:CLONE/levelN|tritonbench-t:CLONE|tritonbench-g:CLONE ...`), by their code or by
 computing with the same ops, are dropped and reported per suite, `--shard i/n` keeps the tasks of one share, and a
-stable hash puts each task in `train`, `val` or `test`. Written to the output directory:
+stable hash of what a task computes puts it in `train`, `val` or `test` (so a block's size tiers share a split).
+Written to the output directory:
 
 - `rl.PROFILE.jsonl`: one record per task (no completion), for GRPO and evaluation;
 - `sft.PROFILE.jsonl`: one record per task whose Triton, from the built-in `inductor` backend, the verifier found
@@ -37,7 +39,7 @@ from pathlib import Path
 
 from model_server import prompts
 from training import config, harvest, jsonl, suites, synth
-from training.dedup import Suite, model_ngrams, task_id
+from training.dedup import Suite, computation_id, duplicate_key, model_ngrams, task_id
 from training.rationale import rationale
 
 VARIANTS = 4  # the inductor backend's candidates asked for per task: the first all-Triton one that verifies wins
@@ -110,6 +112,10 @@ class DataArgs:
     )
     timeout: float = field(default=120.0, metadata={"help": "seconds per verification run"})
     workers: int = field(default=2, metadata={"help": "tasks converted and verified at once"})
+    max_minutes: float = field(
+        default=0.0,
+        metadata={"help": "start no conversion after this many minutes (0: no limit); a later run resumes"},
+    )
 
     def __post_init__(self) -> None:
         if not self.output_dir:
@@ -121,8 +127,8 @@ class DataArgs:
             raise ValueError(f"--shard must be i/n with 0 <= i < n, got {self.shard!r}")
         if min(self.val_fraction, self.test_fraction) < 0 or self.val_fraction + self.test_fraction >= 1:
             raise ValueError("--val-fraction and --test-fraction must be >= 0 and add up to less than 1")
-        if self.synthetic < 0 or self.workers < 1 or self.trials < 1 or self.ngram < 1:
-            raise ValueError("--synthetic must be >= 0; --workers, --trials and --ngram at least 1")
+        if self.synthetic < 0 or self.workers < 1 or self.trials < 1 or self.ngram < 1 or self.max_minutes < 0:
+            raise ValueError("--synthetic and --max-minutes must be >= 0; --workers, --trials and --ngram at least 1")
         unknown = [name for name in self.harvest if name not in harvest.LIBRARIES]
         if unknown:
             raise ValueError(f"--harvest: no catalogue for {', '.join(unknown)}; known: {', '.join(harvest.LIBRARIES)}")
@@ -160,6 +166,7 @@ class Task:
     origin: str
     op_families: tuple[str, ...]
     split: str
+    computation: str  # `dedup.computation_id`: the same for one block at each size tier
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,21 +227,21 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
     tasks = []
     for name, source, origin, families in found:
         try:
-            identity = task_id(source)
+            identity, duplicate, computation = task_id(source), duplicate_key(source), computation_id(source)
         except SyntaxError:
             counts["unparsable"] += 1
             continue
-        if identity in seen:
+        if duplicate in seen:
             counts["duplicates_removed"] += 1
             continue
-        seen.add(identity)
+        seen.add(duplicate)
         hit = _contamination(source, against, args.overlap)
         if hit is not None:
             contaminated[hit[0]].append(
                 {"id": identity, "origin": origin, "closest": hit[1], "share": hit[2], "by": hit[3]}
             )
             continue
-        tasks.append(Task(identity, name, source, origin, families, _split(identity, args)))
+        tasks.append(Task(identity, name, source, origin, families, _split(computation, args), computation))
     tasks, moved = held_out_decontaminated(tasks, args.ngram, args.overlap)  # all shards', so every shard agrees
     sharded = [task for task in tasks if int(task.id, 16) % args.shard_count == args.shard_index]
     if len(sharded) < len(tasks):
@@ -242,6 +249,7 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
     tasks = sharded
     moved = [move for move in moved if int(move["id"], 16) % args.shard_count == args.shard_index]
     counts["kept"] = len(tasks)
+    counts["distinct_computations"] = len({task.computation for task in tasks})
     sheet = {
         "tasks": dict(counts),
         "harvested_by_library": dict(sources),
@@ -324,8 +332,8 @@ def _contamination(source: str, against: list[Suite], threshold: float) -> tuple
     return None
 
 
-def _split(identity: str, args: DataArgs) -> str:
-    draw = int(hashlib.sha256(f"split:{identity}".encode()).hexdigest(), 16) % 10_000 / 10_000
+def _split(computation: str, args: DataArgs) -> str:
+    draw = int(hashlib.sha256(f"split:{computation}".encode()).hexdigest(), 16) % 10_000 / 10_000
     if draw < args.test_fraction:
         return "test"
     return "val" if draw < args.test_fraction + args.val_fraction else "train"
@@ -385,12 +393,13 @@ def write_rl(tasks: list[Task], profile: str, out: Path) -> int:
 
 def build_sft(tasks: list[Task], args: DataArgs, out: Path) -> None:
     """Convert and verify each task not yet in `progress.jsonl`, `args.workers` at a time, appending each
-    verified pair to `sft.PROFILE.jsonl` (then its outcome to progress) as soon as it is known."""
+    verified pair to `sft.PROFILE.jsonl` (then its outcome to progress) as soon as it is known. Tasks go in the
+    order of their ids (a hash), so a run that `--max-minutes` stops has a fair share of every source."""
     from model_server.backends.inductor import InductorBackend
     from verifier import VerifierPool
 
     done = _done_ids(out)
-    pending = [task for task in tasks if task.id not in done]
+    pending = sorted((task for task in tasks if task.id not in done), key=lambda task: task.id)
     _log(f"SFT: {len(pending)} tasks to convert ({len(tasks) - len(pending)} done in an earlier run)")
     backend = InductorBackend()
     started = time.monotonic()
@@ -402,7 +411,15 @@ def build_sft(tasks: list[Task], args: DataArgs, out: Path) -> None:
         pairs = {p: files.enter_context(records_path(out, "sft", p).open("a")) for p in args.profiles}
         progress = files.enter_context((out / "progress.jsonl").open("a"))
         futures = {workers.submit(_convert, task, backend, pool, args): task for task in pending}
+        deadline = started + args.max_minutes * 60 if args.max_minutes else None
         for number, future in enumerate(as_completed(futures), 1):
+            if deadline is not None and time.monotonic() > deadline:
+                stopped = sum(other.cancel() for other in futures)
+                deadline = None
+                if stopped:
+                    _log(f"--max-minutes {args.max_minutes:g}: {stopped} tasks left for a later run")
+            if future.cancelled():
+                continue
             task, outcome = futures[future], future.result()
             if outcome["kept"]:
                 for profile, file in pairs.items():
@@ -466,8 +483,10 @@ def sft_summary(out: Path, profiles: list[str]) -> dict:
     """Pairs and rejections over every run on this directory (the SFT files and `progress.jsonl`)."""
     pairs = {profile: jsonl.read(records_path(out, "sft", profile)) for profile in profiles}
     rejected = [o for o in jsonl.read(out / "progress.jsonl") if not o.get("kept")]
+    converted = {pair["id"]: pair["task"] for lines in pairs.values() for pair in lines}
     return {
-        "tasks_converted": len({pair["id"] for lines in pairs.values() for pair in lines}),
+        "tasks_converted": len(converted),
+        "distinct_computations_converted": len({computation_id(source) for source in converted.values()}),
         "pairs": {profile: len(lines) for profile, lines in pairs.items()},
         "rejected_by_verdict": dict(collections.Counter(o["verdict"] for o in rejected)),
         "rejected_by_rule": dict(collections.Counter(rule for o in rejected for rule in o.get("rules", []))),

@@ -17,6 +17,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from model_server.inductor.construction import construction_code
 from model_server.inductor.conv_calls import ConvCallError, replace_convolutions
 from model_server.inductor.matmul_calls import MatmulCallError, replace_matmuls
 from verifier.audit import SourceIndex
@@ -116,6 +117,7 @@ def rewrite(captured: dict, task_source: str, task_name: str = "task", variant: 
     init_guards = _value_guards(captured.get("init_arguments", {}))
     parts = [
         _module_constants(task),
+        *construction_code(task, model),
         *([UNEXPECTED_INPUT] if guards else []),
         *([UNEXPECTED_VALUES] if attribute_guards or init_guards else []),
         *helpers,

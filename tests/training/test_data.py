@@ -39,7 +39,7 @@ class RecordingBackend(TextBackend):
 
 @pytest.mark.parametrize("profile", prompts.PROFILES)
 def test_training_prompts_are_exactly_what_serving_sends(profile):
-    task = data.Task("0" * 16, "softmax", (TASKS / "softmax.py").read_text(), "x", ("softmax",), "train")
+    task = data.Task("0" * 16, "softmax", (TASKS / "softmax.py").read_text(), "x", ("softmax",), "train", "c")
     backend = RecordingBackend(profile)
     collect(backend, GenerationRequest(Task.from_file(TASKS / "softmax.py"), 1, "cpu"))[0]
     assert json.dumps(data.record(task, profile)["prompt"]) == json.dumps(backend.sent[0])
@@ -120,13 +120,61 @@ def test_tasks_become_verified_pairs_and_prompts_that_datasets_reads(tmp_path, c
     assert len((out / "sft.autotriton.jsonl").read_text().splitlines()) == len(pairs["autotriton"])
 
 
+HELPER = (
+    (TASKS / "relu.py")
+    .read_text()
+    .replace(
+        "class Model(nn.Module):",
+        "class Rectifier(nn.Module):\n    def forward(self, x):\n        return x\n\n\nclass Model(nn.Module):",
+    )
+)
+
+
+def test_a_task_copied_under_other_names_is_a_duplicate_and_size_tiers_share_a_split(tmp_path):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "a.py").write_text(HELPER)
+    (tasks / "b.py").write_text(HELPER.replace("Rectifier", "Rectifier2"))
+    (tasks / "c.py").write_text(
+        HELPER.replace("def forward(self, x):\n        return x", "def forward(self, x):\n        return -x")
+    )
+    args = data.DataArgs(output_dir=str(tmp_path), tasks=[str(tasks)], harvest=["torch.nn"], val_fraction=0.3)
+    kept, sheet = data.collect(args)
+    assert sheet["tasks"]["duplicates_removed"] == 1
+    assert sorted(t.name for t in kept if t.origin.startswith(str(tasks))) == ["a", "c"]
+    harvested = [t for t in kept if t.origin.startswith("harvest:")]
+    assert sheet["tasks"]["distinct_computations"] == len({t.computation for t in kept}) < len(kept)
+    splits: dict[str, set[str]] = {}
+    for task in harvested:
+        splits.setdefault(task.origin.rsplit(":", 1)[0], set()).add(task.split)
+    assert len(splits) == len(harvested) // 3 and all(len(found) == 1 for found in splits.values())
+    assert {split for found in splits.values() for split in found} == {"train", "val", "test"}
+
+
+@pytest.mark.slow
+def test_max_minutes_stops_starting_conversions_and_a_later_run_does_the_rest(tmp_path, capsys):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    for name in ("relu", "add", "scale"):
+        (tasks / f"{name}.py").write_text((TASKS / f"{name}.py").read_text())
+    out = tmp_path / "out"
+    flags = ["--output-dir", str(out), "--tasks", str(tasks), "--device", "cpu", "--trials", "1", "--workers", "1"]
+    assert data.main([*flags, "--max-minutes", "0.0001"]) == 0
+    first = (out / "progress.jsonl").read_text().splitlines()
+    assert 1 <= len(first) < 3 and "tasks left for a later run" in capsys.readouterr().err
+    assert json.loads((out / "datasheet.json").read_text())["sft"]["tasks_converted"] == len(first)
+    assert data.main(flags) == 0
+    done = [json.loads(line)["id"] for line in (out / "progress.jsonl").read_text().splitlines()]
+    assert len(done) == len(set(done)) == 3
+
+
 def _task(name: str, scale: str, split: str, body: str = "return torch.clamp(x * {scale}, -1.0, 1.0) + x.mean()"):
     source = (
         "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
         f"        y = torch.tanh(x) * 2.0 - x.abs()\n        {body.format(scale=scale)}\n\n\n"
         "def get_inputs():\n    return [torch.randn(8, 8)]\n"
     )
-    return data.Task(name, name, source, "test", ("elementwise",), split)
+    return data.Task(name, name, source, "test", ("elementwise",), split, name)
 
 
 def test_a_held_out_task_that_is_a_training_task_with_another_constant_moves_to_train():

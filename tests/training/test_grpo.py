@@ -29,7 +29,7 @@ def data_dir(tmp_path_factory) -> Path:
             [("relu", "train"), ("add", "train"), ("scale", "train"), ("row_sum", "test")]
         ):
             source = (FIXTURES / "tasks" / f"{name}.py").read_text()
-            task = data.Task(f"{number:016x}", name, source, name, ("elementwise",), split)
+            task = data.Task(f"{number:016x}", name, source, name, ("elementwise",), split, name)
             f.write(json.dumps(data.record(task, "autotriton")) + "\n")
     return directory
 

@@ -104,6 +104,24 @@ def test_a_harvested_decoder_layer_computes_what_llama_computes(llama_tasks):
     assert got.shape == (sizes["B"], sizes["S"], sizes["E"]) and torch.allclose(got, expected, atol=1e-6)
 
 
+@pytest.mark.slow
+def test_harvested_llama_blocks_become_verified_pairs(llama_tasks, tmp_path):
+    """The library's own source through the real pipeline: the candidate's constructor needs the carried classes and
+    config (in forms the verifier's allowlist accepts), and the rotary block's position ids are an expanded input."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    for name in ("LlamaRMSNorm", "LlamaRotaryEmbedding", "LlamaMLP"):
+        (tasks / f"transformers_{name}_small.py").write_text(llama_tasks[name, "small"].source)
+    out = tmp_path / "out"
+    flags = ["--output-dir", str(out), "--tasks", str(tasks), "--device", "cpu", "--trials", "2"]
+    assert data.main([*flags, "--test-fraction", "0", "--val-fraction", "0"]) == 0
+    pairs = [json.loads(line) for line in (out / "sft.autotriton.jsonl").read_text().splitlines()]
+    assert sorted(p["task_origin"].rsplit("/", 1)[-1] for p in pairs) == sorted(x.name for x in tasks.iterdir())
+    assert all(p["report"]["verdict"] == "correct" and p["report"]["reward"] == 1.0 for p in pairs)
+    kernel = next(p["completion"][0]["content"] for p in pairs if "RMSNorm" in p["task_origin"])
+    assert "class LlamaRMSNorm(nn.Module):" in kernel and "def forward(self, hidden_states)" not in kernel
+
+
 def test_the_size_tier_sets_the_config_and_the_inputs(llama_tasks):
     small, large = (_load(llama_tasks["LlamaMLP", size].source) for size in ("small", "large"))
     assert small.config.hidden_size == small.E == harvest_libraries.SIZES["small"]["E"]

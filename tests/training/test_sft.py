@@ -38,7 +38,7 @@ def data_dir(tmp_path_factory) -> Path:
         with data.records_path(directory, "sft", profile).open("w") as f:
             for number, (name, split) in enumerate([*SPLITS.items(), ("cumsum", "train")]):
                 source = (FIXTURES / "tasks" / f"{name}.py").read_text()
-                task = data.Task(f"{number:016x}", name, source, str(name), ("elementwise",), split)
+                task = data.Task(f"{number:016x}", name, source, str(name), ("elementwise",), split, str(name))
                 pair = data.record(task, profile)
                 pair["completion"] = data.completion(profile, CANDIDATE * (40 if name == "cumsum" else 1), False)
                 pair["report"] = {"verdict": "correct", "reward": 1.0}

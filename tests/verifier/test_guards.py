@@ -43,3 +43,13 @@ def test_an_input_read_past_its_end_reads_nan():
     beyond = x.as_strided((1,), (1,), x.storage_offset() + 6)
     assert math.isnan(float(beyond[0])) and guards.damage() == []
     assert guards.input(3, 1) == 3
+
+
+def test_an_expanded_input_keeps_its_values_and_strides_when_guarded():
+    """Position ids as models take them (`arange(S).expand(B, S)`): every row is one row of memory."""
+    positions = torch.arange(8).expand(2, 8)
+    window = torch.arange(20.0).as_strided((3, 4), (4, 1), 2)  # a view that starts inside its storage
+    guards = Guards()
+    got, shifted = guards.input(positions, 0), guards.input(window, 1)
+    assert torch.equal(got, positions) and got.stride() == (0, 1)
+    assert torch.equal(shifted, window) and shifted.stride() == (4, 1) and guards.damage() == []

@@ -90,7 +90,7 @@ ALLOWED_TORCH = {
     "torch.cuda.device_count", "torch.cuda.synchronize", "torch.cuda.current_stream", "torch.cuda.get_device_name",
     "torch.autograd.Function", "torch.autograd.function.FunctionCtx", "torch.nn.Parameter", "torch.nn.Module",
     "torch.nn.ModuleList", "torch.nn.ParameterList", "torch.nn.ModuleDict", "torch.nn.ParameterDict",
-    "torch.nn.Identity", "torch.version.cuda", "torch.version.hip",
+    "torch.nn.Identity", "torch.nn.Buffer", "torch.version.cuda", "torch.version.hip",
 }  # fmt: skip
 RANDOM_TORCH = {
     "torch.rand",

@@ -59,7 +59,7 @@ class Guards:
         if type(value) is not torch.Tensor:
             return value
         guarded = self._allocate(value, value.device, f"input #{position} ({_describe(value)})", INPUT_CANARY)
-        guarded.copy_(value)
+        _span(guarded).copy_(_span(value))  # memory as laid out: an expanded input's elements share locations
         return guarded
 
     @contextlib.contextmanager
@@ -113,6 +113,11 @@ class Guards:
         raw[(guard + elements) * size :] = canary
         self.buffers.append(_Guarded(name, raw, guard * size, (guard + elements) * size, canary))
         return whole.as_strided(like.shape, like.stride(), guard)
+
+
+def _span(tensor: torch.Tensor) -> torch.Tensor:
+    """The memory a tensor's elements lie in, from its first element to its last, as one flat view."""
+    return tensor.as_strided((_storage_elements(tensor),), (1,), tensor.storage_offset())
 
 
 def _storage_elements(tensor: torch.Tensor) -> int:
