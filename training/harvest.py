@@ -11,7 +11,8 @@ what the library computes; the blocks refused, and why, go to `refused.json` bes
 names the module, the library's version and licence and the size, and its file name is `<library>_<Module>_<size>.py`.
 `python -m training.data --harvest LIBRARY` builds training data from the same tasks.
 
-Modules whose output is random in training mode (dropout, RReLU) are left out: the verifier compares outputs.
+Modules whose output is random in training mode (dropout, RReLU) are left out, and a library block's config has its
+dropout rates at 0: the verifier compares outputs.
 """
 
 from __future__ import annotations

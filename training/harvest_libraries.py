@@ -15,6 +15,7 @@ import importlib.metadata
 import importlib.util
 import inspect
 import pkgutil
+import re
 import types
 from dataclasses import dataclass
 
@@ -36,6 +37,9 @@ CONFIG_SIZES = {
     "head_dim": "HD",
 }
 CONFIG_FIXED = {"num_hidden_layers": 2, "attention_dropout": 0.0, "hidden_dropout_prob": 0.0}
+# Config fields that make a block random in training mode (dropout, dropped layers or paths): set to 0, because the
+# verifier compares outputs and a task is called as built, in training mode.
+RANDOM_CONFIG = re.compile(r"dropout|pdrop|drop_prob|layerdrop|drop_path|drop_rate")
 SUFFIXES = ("RMSNorm", "LayerNorm", "Norm", "MLP", "Attention", "DecoderLayer", "Layer", "Block", "RotaryEmbedding")
 PLAIN = {"RMSNorm": "norm", "LayerNorm": "norm", "Norm": "norm", "MLP": "gemm"}
 SIZE_NAMES = {
@@ -303,6 +307,9 @@ def _config(block: Block, size: str) -> object:
     kwargs.update({key: value for key, value in CONFIG_FIXED.items() if hasattr(default, key)})
     config = config_class(**kwargs)
     config._attn_implementation = "eager"
+    for key, value in vars(config).items():
+        if isinstance(value, float) and RANDOM_CONFIG.search(key):
+            setattr(config, key, 0.0)
     return config
 
 

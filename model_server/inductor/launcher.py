@@ -57,11 +57,17 @@ def known_layouts(statements: list[ast.stmt], examples: dict[str, tuple[str, str
 
 
 def follow_alias(stmt: ast.stmt, layouts: dict[str, Layout]) -> None:
-    """`buf7 = buf6` (Inductor reusing a buffer): the new name has the old one's layout."""
-    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id in layouts:
-        for target in stmt.targets:
-            if isinstance(target, ast.Name):
-                layouts[target.id] = layouts[stmt.value.id]
+    """`buf7 = buf6` or `buf9 = reinterpret_tensor(buf5, size, stride, offset)` (Inductor reusing a buffer, as
+    itself or as a view of it): the new name has the old one's layout, or the view's."""
+    if not isinstance(stmt, ast.Assign):
+        return
+    try:
+        layout = operand_layout(stmt.value, layouts, "reused buffer")
+    except UnknownLayout:
+        return
+    for target in stmt.targets:
+        if isinstance(target, ast.Name):
+            layouts[target.id] = layout
 
 
 def operand_layout(node: ast.expr, layouts: dict[str, Layout], what: str) -> Layout:

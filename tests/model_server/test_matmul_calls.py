@@ -65,6 +65,21 @@ def test_a_batched_matmul_launches_one_program_column_per_batch():
     assert "SA_B: tl.constexpr = 2048" in kernel.source
 
 
+def test_a_buffer_reused_as_a_view_has_the_view_s_layout_as_operand_and_as_output():
+    """Inductor reuses a dead buffer as a view (`buf9 = reinterpret_tensor(buf5, ...); del buf5`) and passes it to
+    the matmul, or has the matmul write into it: as an attention block's projections do."""
+    launcher = _launcher(
+        "buf5 = empty_strided_cuda((4, 64, 32), (2048, 32, 1), torch.float32)",
+        "buf9 = reinterpret_tensor(buf5, (256, 32), (32, 1), 0)",
+        "del buf5",
+        "buf10 = reinterpret_tensor(arg4_1, (256, 48), (48, 1), 0)",
+        "extern_kernels.mm(buf9, reinterpret_tensor(arg5_1, (32, 48), (48, 1), 0), out=buf10)",
+    )
+    statements, [kernel] = replace_matmuls(launcher, EXAMPLES, OWN_MATMUL_TILES[0], 0)
+    assert ast.unparse(statements[-1]) == "matmul_gemm_kernel_0.run(buf9, buf10_b_view, buf10, 2, 1, 1)"
+    assert "SA_M: tl.constexpr = 32" in kernel.source
+
+
 def test_operands_whose_rows_start_off_16_byte_boundaries_are_copied_into_padded_rows_first():
     examples = {
         "arg0_1": ("(67, 147)", "(147, 1)", "torch.float32"),

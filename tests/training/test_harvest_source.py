@@ -122,6 +122,17 @@ def test_harvested_llama_blocks_become_verified_pairs(llama_tasks, tmp_path):
     assert "class LlamaRMSNorm(nn.Module):" in kernel and "def forward(self, hidden_states)" not in kernel
 
 
+def test_a_block_with_dropout_in_its_config_gives_one_output_in_training_mode():
+    """ESM's config defaults to dropout 0.1 in attention and hidden layers: the task zeroes it, because the verifier
+    calls a task as built (in training mode) and compares outputs."""
+    blocks, _ = harvest_libraries.transformers_blocks(["esm"])
+    (made,) = [m for m in harvest_libraries.harvest(blocks, ["small"]) if m.block.module == "EsmSelfAttention"]
+    task = _load(made.source)
+    model, inputs = task.Model(), task.get_inputs()
+    assert model.training and "attention_probs_dropout_prob=0.0" in made.source
+    assert torch.equal(model(*inputs), model(*inputs))
+
+
 def test_the_size_tier_sets_the_config_and_the_inputs(llama_tasks):
     small, large = (_load(llama_tasks["LlamaMLP", size].source) for size in ("small", "large"))
     assert small.config.hidden_size == small.E == harvest_libraries.SIZES["small"]["E"]

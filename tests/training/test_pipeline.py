@@ -17,7 +17,7 @@ from training import data, eval, grpo, runs, scratch, sft, synth
 from verifier import Task
 
 REWARD_CURVE = Path(__file__).parents[2] / "benchmarks" / "reward_curve.py"
-SEED = 7  # synthetic tasks 7 and 8: one lands in the train split, the other in the held-out test split
+SEED = 37  # synthetic tasks 37 and 38: one lands in the train split, the other in the held-out test split
 
 
 @pytest.mark.slow
