@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from training.dedup import Suite, op_signature, task_id
+from training.dedup import Suite, computation_id, duplicate_key, model_ngrams, op_signature, task_id
 from training.synth import generate
 
 RELU = '''"""ReLU."""
@@ -76,3 +76,47 @@ def test_a_task_computing_with_a_suite_task_s_ops_is_found_in_another_spelling(t
     assert suite.name == "kernelbench-level1"
     assert suite.same_ops(harvested) == "19_ReLU.py"
     assert suite.same_ops(RELU.replace("torch.relu(x)", "torch.relu(x).sum()")) is None
+
+
+LIBRARY_BLOCK = '''"""A library block carried with its source."""
+import torch
+import torch.nn as nn
+
+
+def scaled(x, scale):
+    return torch.softmax(x * scale, dim=-1)
+
+
+class Scorer(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return scaled(x, self.scale)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Scorer(0.5)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+'''
+
+
+def test_a_wrapped_block_is_read_through_its_wrapper_and_its_own_names_read_alike(tmp_path):
+    assert op_signature(LIBRARY_BLOCK) == {"softmax"}
+    (tmp_path / "23_Softmax.py").write_text(RELU.replace("torch.relu(x)", "torch.softmax(x, dim=-1)"))
+    assert Suite(tmp_path, n=12).same_ops(LIBRARY_BLOCK) == "23_Softmax.py"
+    renamed = LIBRARY_BLOCK.replace("Scorer", "Ranker").replace("scaled", "tempered")
+    assert model_ngrams(renamed, 12) == model_ngrams(LIBRARY_BLOCK, 12)
+    assert duplicate_key(renamed) == duplicate_key(LIBRARY_BLOCK) and task_id(renamed) != task_id(LIBRARY_BLOCK)
+    bigger = LIBRARY_BLOCK.replace("torch.randn(4, 8)", "torch.randn(64, 512)")
+    assert computation_id(bigger) == computation_id(LIBRARY_BLOCK) != computation_id(renamed.replace("0.5", "2.0"))
+    assert duplicate_key(bigger) != duplicate_key(LIBRARY_BLOCK)
