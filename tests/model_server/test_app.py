@@ -61,16 +61,20 @@ def test_a_server_other_machines_can_reach_needs_a_token_or_the_flag_that_waives
         next(waived, None)  # past its yield: the server is stopped
 
 
+PROBE = "disconnect_probe"  # the task's name: its capture's argv ends in this file name
+
+
 def _captures_running() -> int:
-    """Inductor capture processes at work on this machine: a server without spares starts one only for a
-    conversion; the spares other servers keep waiting (`--wait`) are not counted."""
+    """Inductor capture processes at work on this test's task: a server without spares starts one only for a
+    conversion. Other tests' captures (another worker's conversions, other servers' spares) are not counted."""
     count = 0
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             words = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue
-        count += b"model_server.inductor.capture" in words and b"--wait" not in words
+        on_probe = any(word.endswith(f"/{PROBE}.py".encode()) for word in words)
+        count += b"model_server.inductor.capture" in words and on_probe
     return count
 
 
@@ -81,7 +85,7 @@ def test_a_client_that_disconnects_stops_the_compile_within_seconds():
     served = start_server(["--no-spares"])
     server = next(served)
     try:
-        body = {"task": waiting_task, "task_name": "slow", "trials": 2}
+        body = {"task": waiting_task, "task_name": PROBE, "trials": 2}
         with httpx.stream("POST", f"{server}/v1/convert", json=body, headers=AUTH, timeout=60) as response:
             lines = response.iter_lines()
             while "round" not in next(lines):
