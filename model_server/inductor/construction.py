@@ -35,11 +35,11 @@ def construction_code(task: ast.Module, model: ast.ClassDef) -> list[str]:
         for target in node.targets
         if isinstance(target, ast.Name)
     }
-    statements = {}
+    statements = {}  # each name's last binding, as importing the module leaves it
     for node in task.body:
         for name in _bound_names(node):
             if name not in ENTRY_POINTS:
-                statements.setdefault(name, node)
+                statements[name] = node
     kept: dict[int, ast.stmt] = {}
     todo = _names_read([init])
     seen: set[str] = set()
