@@ -46,7 +46,7 @@ def construction_code(task: ast.Module, model: ast.ClassDef) -> list[str]:
     while todo:
         name = todo.pop()
         node = statements.get(name)
-        if name in seen or node is None or _plain_constant(node):
+        if name in seen or node is None or plain_constant(node):
             continue
         seen.add(name)
         if id(node) not in kept:
@@ -88,7 +88,7 @@ def _construction_methods(cls: ast.ClassDef) -> ast.ClassDef:
         or isinstance(n, ast.Assign | ast.AnnAssign)
     ]
     for method in body:
-        if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and _docstring(method.body):
+        if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and ast.get_docstring(method) is not None:
             method.body = method.body[1:] or [ast.Pass()]
     cls.body = body or [ast.Pass()]
     return cls
@@ -187,7 +187,8 @@ def _bound_names(node: ast.stmt) -> list[str]:
     return [n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
-def _plain_constant(node: ast.stmt) -> bool:
+def plain_constant(node: ast.stmt) -> bool:
+    """A module-level `NAME = literal`: the rewrite copies every such line as it stands."""
     return isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(getattr(node, "value", None), ast.Constant)
 
 
@@ -219,8 +220,3 @@ def _names(node: ast.AST, context: type, into_functions: bool = True) -> set[str
                 [*getattr(part, "decorator_list", []), *part.args.defaults, *filter(None, part.args.kw_defaults)]
             )
     return found
-
-
-def _docstring(body: list[ast.stmt]) -> bool:
-    first = body[0] if body else None
-    return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)

@@ -17,7 +17,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from model_server.inductor.construction import construction_code
+from model_server.inductor.construction import construction_code, plain_constant
 from model_server.inductor.conv_calls import ConvCallError, replace_convolutions
 from model_server.inductor.matmul_calls import MatmulCallError, replace_matmuls
 from verifier.audit import SourceIndex
@@ -989,11 +989,7 @@ def _bound_name(import_line: str) -> str:
 
 def _module_constants(task: ast.Module) -> str:
     """Module-level constants of the task that `Model.__init__` may read, one block of lines as in the task."""
-    return "\n".join(
-        ast.unparse(n)
-        for n in task.body
-        if isinstance(n, ast.Assign | ast.AnnAssign) and isinstance(getattr(n, "value", None), ast.Constant)
-    )
+    return "\n".join(ast.unparse(n) for n in task.body if plain_constant(n))
 
 
 def _model_class(model: ast.ClassDef, forward_body: list[str], hybrid: bool, init_guards: list[str]) -> str:
