@@ -53,3 +53,12 @@ def test_an_expanded_input_keeps_its_values_and_strides_when_guarded():
     got, shifted = guards.input(positions, 0), guards.input(window, 1)
     assert torch.equal(got, positions) and got.stride() == (0, 1)
     assert torch.equal(shifted, window) and shifted.stride() == (4, 1) and guards.damage() == []
+
+
+def test_a_write_past_an_expanded_input_is_still_named():
+    """The expanded input's guarded copy spans one row of memory: a write past it is caught as for any input."""
+    guards = Guards()
+    got = guards.input(torch.arange(8.0).expand(2, 8), 0)
+    got.as_strided((1,), (1,), got.storage_offset() + 8)[0] = 1.0
+    [damage] = guards.damage()
+    assert "input #0 (float32[2, 8])" in damage and "4 bytes after its last element" in damage

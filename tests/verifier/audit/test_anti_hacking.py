@@ -265,6 +265,20 @@ class ModelNew(nn.Module):
     assert "TRI302" in rules_of(source.replace("        return out", "        return self.proj(out)"))
 
 
+def test_a_buffer_is_a_container_and_the_compute_it_wraps_is_still_found():
+    """`nn.Buffer` is allowed as `nn.Parameter` is (construction marks a tensor with it); PyTorch work wrapped in one
+    while `forward` runs is PyTorch work all the same."""
+    source = candidate(LAUNCH).replace("    def forward(self, x):", BUFFER_INIT + "\n    def forward(self, x):", 1)
+    assert findings_of(source) == []
+    assert "TRI302" in rules_of(candidate("return nn.Buffer(x.exp())"))
+
+
+BUFFER_INIT = """    def __init__(self):
+        super().__init__()
+        self.offset = nn.Buffer(torch.zeros(4), persistent=False)
+"""
+
+
 @pytest.mark.parametrize(
     "hidden",
     [
