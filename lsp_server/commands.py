@@ -21,7 +21,7 @@ from lsp_server.progress import work_done
 from lsp_server.session import OnProgress, Session
 from lsp_server.settings import Settings
 from model_server import api
-from verifier import passes
+from verifier import declared_dynamic, passes
 
 CONVERT = "tritonize.convert"
 APPLY = "tritonize.applyProposal"
@@ -122,7 +122,13 @@ async def verify(session: Session, args: dict[str, Any]) -> dict[str, Any]:
         await session.model_client(settings, on_progress) as client,
     ):
         on_progress("running the candidate and the task in the sandbox", None)
-        result = await client.verify(task, snapshot.source, trials=settings.trials, policy=settings.policy)
+        result = await client.verify(
+            task,
+            snapshot.source,
+            trials=settings.trials,
+            policy=settings.policy,
+            dynamic=declared_dynamic(snapshot.source),
+        )
     verdict = result.get("verdict")
     passed = passes(verdict, result.get("reward", 0), result.get("policy", "strict"))
     kind = types.MessageType.Info if passed else types.MessageType.Warning
@@ -140,6 +146,7 @@ def _convert_body(task: str, module: str, settings: Settings) -> dict[str, Any]:
         rounds=settings.rounds,
         trials=settings.trials,
         policy=settings.policy,
+        dynamic=settings.dynamic,
     )
     return request.to_body()
 

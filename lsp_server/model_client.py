@@ -38,8 +38,12 @@ class ModelClient:
             return False
         return response.status_code == 200
 
-    async def verify(self, task: str, candidate: str, trials: int = 5, policy: str = "strict") -> dict[str, Any]:
+    async def verify(
+        self, task: str, candidate: str, trials: int = 5, policy: str = "strict", dynamic: str | None = None
+    ) -> dict[str, Any]:
         body = {"task": task, "candidate": candidate, "trials": trials, "policy": policy}
+        if dynamic is not None:
+            body["dynamic"] = dynamic
         try:
             response = await self._http.post("/v1/verify", json=body, timeout=None)
         except httpx.HTTPError as exc:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from model_server.api import DEFAULT_URL
-from verifier import DEVICES, POLICIES
+from verifier import DEVICES, POLICIES, UsageError, parse_dynamic
 from verifier.audit import TARGET_PATTERN
 
 PLACEMENTS = ("new_file", "below", "replace")
@@ -74,6 +74,17 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
     return check
 
 
+def _dynamic(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise _Bad('expected null, "auto", or dimensions such as "0" or "x:0,y:0"')
+    try:
+        return str(parse_dynamic(value))
+    except UsageError as exc:
+        raise _Bad(str(exc)) from None
+
+
 def _setting(default: Any, key: str, check: Callable[[Any], Any], secret: bool = False) -> Any:
     """A settings field: its default, the key editors use (`audit.select` for nested ones) and its check."""
     return field(default=default, repr=not secret, metadata={"key": key, "check": check})
@@ -94,6 +105,7 @@ class Settings:
     target: str | None = _setting(None, "target", _target)
     placement: str = _setting("new_file", "placement", _one_of(PLACEMENTS))
     policy: str = _setting("strict", "policy", _one_of(POLICIES))
+    dynamic: str | None = _setting(None, "dynamic", _dynamic)
     compile_on_save: bool = _setting(True, "compileOnSave", _boolean)
     code_lens: bool = _setting(True, "codeLens", _boolean)
     select: tuple[str, ...] = _setting((), "audit.select", _rule_prefixes)

@@ -1,7 +1,8 @@
 """The HTTP API's contract, shared by the server and its clients: the default address, the one conversion
 request and the `/v1/convert` events (docs/ARCHITECTURE.md, "The HTTP API").
 
-Standard library only, so a client (the language server) can import it without the server's dependencies.
+Standard library only (and the verifier's light names, which load no torch), so a client (the language server)
+can import it without the server's dependencies.
 `ConvertRequest` is the conversion's only declaration: the command line fills it from flags, the language
 server from its settings, the HTTP API validates its body against it (the schema is built from its fields) and
 the loop runs it. Every event carries `text`, the one line `describe` makes of it, so the command line, the
@@ -15,6 +16,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
+
+from verifier import UsageError, parse_dynamic
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -77,6 +80,16 @@ class ConvertRequest:
         ),
     )
 
+    dynamic: str | None = field(
+        default=None,
+        metadata=_limits(
+            "accept other sizes along these dimensions of forward's tensor inputs: `auto` (all but the innermost "
+            "that can vary), `0` (dimension 0 of each), `x:0,y:1`; verified at the example sizes and three others. "
+            "Omitted: the kernels are specialised to the example's sizes",
+            max_length=512,
+        ),
+    )
+
     def __post_init__(self) -> None:
         for each in dataclasses.fields(self):
             problem = field_problem(getattr(self, each.name), each.metadata)
@@ -84,6 +97,11 @@ class ConvertRequest:
                 raise ValueError(f"{each.name} {problem}")
         if self.policy not in ("strict", "hybrid"):
             raise ValueError(f"policy must be strict or hybrid, got {self.policy!r}")
+        if self.dynamic is not None:
+            try:
+                self.dynamic = str(parse_dynamic(self.dynamic))
+            except UsageError as exc:
+                raise ValueError(f"dynamic: {exc}") from None
 
     def to_body(self) -> dict[str, Any]:
         """The request as the HTTP API takes it (fields left at their default are sent too)."""
@@ -186,6 +204,7 @@ class Best(TypedDict):
     source: str
     label: str
     policy: str
+    dynamic: str | None  # the dimensions it accepts any size along (verified at other sizes there); None: specialised
     why: str
 
 

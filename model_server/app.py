@@ -33,7 +33,7 @@ from model_server import api
 from model_server.api import MAX_SOURCE, ConvertRequest
 from model_server.backends import BACKENDS, Backend, BackendConfig, BackendError, create_backend
 from model_server.loop import ConvertError, convert
-from verifier import Task, TaskError, UsageError, VerifierPool
+from verifier import Task, TaskError, UsageError, VerifierPool, dynamic_positions
 
 
 @dataclass
@@ -60,6 +60,12 @@ class VerifyBody(BaseModel):
         default="strict", description="hybrid: PyTorch may do the work Triton does not; never rewarded"
     )
     sanitize: bool = Field(default=False, description="GPU: also run the candidate under compute-sanitizer memcheck")
+    dynamic: str | None = Field(
+        default=None,
+        max_length=512,
+        description="also verify at three other sizes along these dimensions of forward's tensor inputs: `auto`, "
+        "`0`, `x:0,y:1` (as `/v1/convert`'s `dynamic`)",
+    )
 
 
 def _body_model(request: type) -> type[BaseModel]:
@@ -164,6 +170,14 @@ def create_app(config: ServerConfig) -> FastAPI:
     async def verify(body: VerifyBody) -> dict:
         try:
             task = Task(body.task)
+        except (TaskError, UsageError) as exc:
+            raise HTTPException(status_code=400, detail=f"the task does not load: {exc}") from exc
+        if body.dynamic is not None:
+            try:
+                dynamic_positions(body.dynamic, task.tree, task.origin)
+            except UsageError as exc:
+                raise HTTPException(status_code=400, detail=str(exc)) from exc
+        try:
             report = await asyncio.to_thread(
                 state.pool.verify,
                 task,
@@ -172,6 +186,7 @@ def create_app(config: ServerConfig) -> FastAPI:
                 timeout=body.timeout,
                 policy=body.policy,
                 sanitize=body.sanitize,
+                dynamic=body.dynamic,
             )
         except (TaskError, UsageError) as exc:
             raise HTTPException(status_code=400, detail=f"the task does not load: {exc}") from exc

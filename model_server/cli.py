@@ -71,6 +71,16 @@ def _add_convert(subparsers: argparse._SubParsersAction) -> None:
         help="as for verify: strict writes only an all-Triton kernel; hybrid may write a library call plus Triton "
         f"when it is the only correct kind or meaningfully faster (default: {api.POLICY})",
     )
+    convert.add_argument(
+        "--dynamic",
+        nargs="?",
+        const="auto",
+        metavar="SPEC",
+        help="write a kernel that accepts other sizes along these dimensions of forward's tensor inputs, verified "
+        "at the example sizes and three others: alone or `auto`, every dimension but the innermost that the task "
+        "lets vary; `0`, dimension 0 of each input; `x:0,y:1`, those of the named arguments (default: the kernel "
+        "is specialised to the example's sizes)",
+    )
     add_timeout_option(convert)
     convert.set_defaults(run=_run_convert)
 
@@ -264,6 +274,7 @@ def _run_convert(args: argparse.Namespace) -> int:
             trials=args.trials,
             timeout=args.timeout,
             policy=args.policy,
+            dynamic=args.dynamic,
         )
         backend = create_backend(_backend_config(args))
         with VerifierPool(size=args.workers, device=args.device) as pool:
@@ -287,8 +298,15 @@ def _run_convert(args: argparse.Namespace) -> int:
         out.write_text(outcome.kernel)
     except OSError as exc:
         return usage_error("convert", f"cannot write {out}: {exc.strerror or exc}")
+    print(_sizes_said(best.dynamic))
     print(f"wrote {out} (round {best.round}, candidate {best.index}: {outcome.why}; {_satisfies(best.policy)})")
     return EXIT_PASS
+
+
+def _sizes_said(dynamic: str | None) -> str:
+    if dynamic is None:
+        return "sizes: specialised to the example's inputs (--dynamic writes a kernel for other sizes)"
+    return f"sizes: any along {dynamic}, verified at the example's and three others"
 
 
 def _satisfies(policy: str) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from model_server import api
 from model_server.api import ConvertRequest
 from model_server.backends.base import Backend, BackendError, Generated, GenerationRequest
-from verifier import Cancelled, Report, Task, VerifierPool, policy_line
+from verifier import Cancelled, Report, Task, UsageError, VerifierPool, dynamic_line, dynamic_positions, policy_line
 
 Emit = Callable[[api.Event], None]
 HEARTBEAT_SECONDS = 5.0
@@ -38,6 +38,7 @@ class Attempt:
     report: Report
     label: str = ""
     policy: str = "strict"
+    dynamic: str | None = None  # the dimensions it was verified at other sizes along
 
     @property
     def correct(self) -> bool:
@@ -59,10 +60,12 @@ class Outcome:
 
     @property
     def kernel(self) -> str | None:
-        """The winner as it is written out: first a line naming the policy it was verified under."""
+        """The winner as it is written out: first a line naming the policy it was verified under, then, where it
+        accepts other sizes, a line naming the dimensions it was verified at other sizes along."""
         if self.best is None:
             return None
-        return policy_line(self.best.policy, self.best.report.library_calls) + self.best.source
+        dynamic = dynamic_line(self.best.dynamic) if self.best.dynamic else ""
+        return policy_line(self.best.policy, self.best.report.library_calls) + dynamic + self.best.source
 
 
 def convert(
@@ -75,7 +78,13 @@ def convert(
 ) -> Outcome:
     """Run the loop on the request's task with candidates from `backend`, verified on `pool`'s device. `origin`
     names the task in messages (its path, where it came from a file); a task that is no task is a TaskError."""
-    run = _Run(Task(request.task, request.task_name, origin), request, backend, pool, emit, cancelled)
+    task = Task(request.task, request.task_name, origin)
+    if request.dynamic is not None:
+        try:
+            dynamic_positions(request.dynamic, task.tree, task.origin)
+        except UsageError as exc:
+            raise ConvertError(str(exc)) from None
+    run = _Run(task, request, backend, pool, emit, cancelled)
     # while the backend generates, the sandboxes start and the task's baselines are timed (a verification that
     # wants the slot in use waits for it; GPU measurements never overlap other GPU work)
     threading.Thread(target=run.warm, name="warm-verifier", daemon=True).start()
@@ -173,6 +182,7 @@ class _Run:
             deadline,
             best=self.to_improve(),
             stopped=self.stop,
+            dynamic=self.request.dynamic,
         )
         generation_started = time.monotonic()
         waiting = _Heartbeat(self.emit, round_number, self.backend.name, generation_started)
@@ -304,6 +314,7 @@ class _RoundVerifier:
                     trials=run.request.trials,
                     timeout=run.request.timeout,
                     policy=candidate.policy,
+                    dynamic=_dynamic(candidate, run.request),
                 )
             except Cancelled:
                 return None
@@ -330,7 +341,15 @@ class _RoundVerifier:
 
     def _record(self, index: int, report: Report) -> Attempt:
         candidate = self.submitted[index - 1]
-        attempt = Attempt(self.round, index, candidate.source, report, candidate.label, candidate.policy)
+        attempt = Attempt(
+            self.round,
+            index,
+            candidate.source,
+            report,
+            candidate.label,
+            candidate.policy,
+            _dynamic(candidate, self.run.request),
+        )
         self.run.emit(_candidate_event(attempt, len(self.submitted)))
         return attempt
 
@@ -384,6 +403,14 @@ def _fastest(correct: list[Attempt]) -> Attempt | None:
     return min(correct, key=lambda a: (a.candidate_ms is None, a.candidate_ms or 0.0, a.round, a.index))
 
 
+def _dynamic(candidate: Generated, request: ConvertRequest) -> str | None:
+    """The dimensions a candidate is verified at other sizes along: where the backend says (the inductor backend
+    names those its compile let vary), its own, else the request's; none where the request asked for none."""
+    if request.dynamic is None:
+        return None
+    return candidate.dynamic or request.dynamic
+
+
 def _candidate_event(attempt: Attempt, of: int) -> api.Candidate:
     report = attempt.report
     return api.candidate(
@@ -410,6 +437,7 @@ def _done_event(outcome: Outcome) -> api.Done:
             "source": outcome.kernel,
             "label": best.label,
             "policy": best.policy,
+            "dynamic": best.dynamic,
             "why": outcome.why,
         }
     return api.done(outcome.stopped, len(outcome.attempts), chosen, None if best is None else best.report.to_dict())

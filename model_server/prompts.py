@@ -75,6 +75,19 @@ def messages(profile: str, task: str) -> list[dict[str, str]]:
     raise ValueError(f"unknown prompt profile `{profile}`; available: {', '.join(PROFILES)}")
 
 
+SIZES_NOTE = (
+    "\n\nThe module must accept inputs of any size along these dimensions of forward's tensor arguments ({spec}; "
+    "`auto`: every dimension but the innermost): read sizes from the inputs at run time, never the example's. "
+    "It is verified at the example's sizes and at others."
+)
+
+
+def with_sizes(messages: list[dict[str, str]], spec: str) -> list[dict[str, str]]:
+    """`messages` with the last one saying which sizes the module must accept (a `convert --dynamic` request)."""
+    last = {**messages[-1], "content": messages[-1]["content"] + SIZES_NOTE.format(spec=spec)}
+    return [*messages[:-1], last]
+
+
 def instruction_messages(instruction: str) -> list[dict[str, str]]:
     """A benchmark's own instruction as the one user message (a `kernelllm` model gets its text as the raw prompt)."""
     return [{"role": "user", "content": instruction}]

@@ -132,6 +132,13 @@ def _add_verify(subparsers: argparse._SubParsersAction) -> None:
         "writes the policy its kernel satisfies as the file's first line (default: that line's policy, else strict)",
     )
     verify.add_argument(
+        "--dynamic",
+        metavar="SPEC",
+        help="also verify at three other sizes along these dimensions of forward's tensor inputs: `auto` (all but "
+        "the innermost), `0` (dimension 0 of each), `x:0,y:1`; `tritonize convert --dynamic` writes the dimensions "
+        "its kernel accepts as a `# tritonize-dynamic` line (default: that line's, else none)",
+    )
+    verify.add_argument(
         "--sanitize",
         action="store_true",
         help="GPU: once correct, run the candidate once more under compute-sanitizer memcheck, which also sees "
@@ -151,6 +158,7 @@ def _add_verify(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
+    from verifier.dynamic import declared_dynamic
     from verifier.errors import SandboxStartError, TaskError, UsageError
     from verifier.host.pool import verify
     from verifier.options import declared_policy
@@ -163,6 +171,13 @@ def _run_verify(args: argparse.Namespace) -> int:
             print(
                 f"tritonize verify: checking under the hybrid policy, as {args.candidate}'s `# tritonize-policy` line "
                 "says (--policy strict holds it to all Triton)",
+                file=sys.stderr,
+            )
+        dynamic = args.dynamic or declared_dynamic(candidate)
+        if args.dynamic is None and dynamic:
+            print(
+                f"tritonize verify: also at other sizes along {dynamic}, as {args.candidate}'s `# tritonize-dynamic` "
+                "line says",
                 file=sys.stderr,
             )
         report = verify(
@@ -182,6 +197,7 @@ def _run_verify(args: argparse.Namespace) -> int:
             compile_baseline=not args.no_compile_baseline,
             policy=policy,
             sanitize=args.sanitize,
+            dynamic=dynamic,
             candidate_origin=args.candidate,
         )
     except (TaskError, UsageError, ValueError, SandboxStartError) as exc:

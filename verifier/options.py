@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from verifier.dynamic import parse_dynamic
 from verifier.host.limits import MIN_MEMORY_LIMIT, Limits, default_memory_limit
 
 POLICIES = ("strict", "hybrid")
@@ -44,6 +45,7 @@ class VerifyOptions:
     policy: str = "strict"  # "hybrid": PyTorch may do the work Triton does not (never rewarded)
     sanitize: bool = False  # GPU: one more run under compute-sanitizer memcheck once the candidate is correct
     static_checks: bool = True  # off only to test that the sandbox holds on its own; never for real use
+    dynamic: str | None = None  # a `verifier.dynamic` spec: also verify at other sizes along these dimensions
 
     def __post_init__(self) -> None:
         if self.trials < 1:
@@ -58,6 +60,8 @@ class VerifyOptions:
                 raise ValueError(f"{name} must be non-negative, got {value}")
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
+        if self.dynamic is not None:
+            self.dynamic = str(parse_dynamic(self.dynamic))
         if self.memory_limit is None:
             self.memory_limit = default_memory_limit()
 

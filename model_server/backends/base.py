@@ -36,6 +36,8 @@ class GenerationRequest:
     # For a backend that `improves`: the best verified candidate so far (source, label, its report's timing)
     best: dict | None = None
     prompt: str | None = None
+    # A `verifier.dynamic` spec: the kernels must accept other sizes along these dimensions
+    dynamic: str | None = None
 
     def seconds_left(self, limit: float) -> float:
         """How long generation may still take: `limit`, cut to what the deadline leaves."""
@@ -50,12 +52,15 @@ class Generated:
 
     `label` says how it was made ("Inductor max-autotune template, tf32x3, BLOCK 128x128x32, 8 warps"; empty for
     a model's sample). `policy` is how it is verified: `hybrid` when a library call (cuBLAS, cuDNN, ATen) does part
-    of the work on purpose, so the verifier allows it, reports the Triton share and never rewards it.
+    of the work on purpose, so the verifier allows it, reports the Triton share and never rewards it. `dynamic`:
+    the dimensions a backend compiled it for any size along (the inductor backend's `auto` becomes those that could
+    vary), verified at other sizes there.
     """
 
     source: str
     label: str = ""
     policy: str = "strict"
+    dynamic: str | None = None  # the dimensions it accepts any size along, where it says (else the request's)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from model_server.inductor.rewrite import (
 )
 from verifier import Spare, cache_dir, default_memory_limit, inductor_cache_dir, run_isolated
 
-CAPTURE_FORMAT = 12  # bump when what `capture` records changes, so cached captures are made again
+CAPTURE_FORMAT = 13  # bump when what `capture` records changes, so cached captures are made again
 # Inductor compiles in a pool of 16 worker processes by default, started while it imports: for the few kernels
 # of a compile without autotuning, starting that pool costs more than it saves (H100 box, 2026-11-23: 30 s ->
 # 19 s per default-mode capture). Autotuning a dozen template configurations needs it (43 s -> 68 s without).
@@ -173,7 +173,7 @@ class InductorBackend:
                     refusals.append(f"{planned.variant.label}: {exc}")
                 continue
             policy = "hybrid" if planned.variant.hybrid else "strict"
-            made.append((planned, Generated(source, planned.variant.label, policy)))
+            made.append((planned, Generated(source, planned.variant.label, policy, _dynamic_spec(captured))))
         errors = [f"{mode}: {c['error']}" for mode, c in captures.items() if "error" in c and not c.get("stopped")]
         return made, refusals + errors
 
@@ -256,7 +256,7 @@ class InductorBackend:
         return [generated for planned, generated in made if planned.variant.label in early]
 
     def _capture(self, request: GenerationRequest, task_source: bytes, mode: str, unneeded: _Unneeded | None) -> dict:
-        key = _cache_key(task_source, request.device, mode)
+        key = _cache_key(task_source, request.device, mode, request.dynamic)
         cached = self.cache / f"{key}.json"
         if cached.exists():
             try:
@@ -297,13 +297,15 @@ class InductorBackend:
             raise BackendError("the deadline passed before Inductor could compile the task")
         task = request.task
         flags, pooled = _capture_flags(mode, task.source)
+        flags += ["--dynamic", request.dynamic] if request.dynamic else []
         cache, env = _capture_env(mode, pooled)
 
         def program(folder: str) -> list[str]:
             return _capture_command(str(Path(folder, task.file_name)), request.device, flags)
 
         # the GPU is shared with correctness runs, and no timing runs meanwhile (Inductor autotunes on it)
-        spare = None if alone else self._take_spare((request.device, mode, pooled))
+        # a spare's flags are its mode's alone: a dynamic compile starts its own process
+        spare = None if alone or request.dynamic else self._take_spare((request.device, mode, pooled))
         launched = time.time()
         if spare is not None:
             done = spare.run({task.file_name: task.source}, seconds, stop)
@@ -369,6 +371,14 @@ class InductorBackend:
             self._spares[key] = Spare(
                 program, device=device, writable=[str(cache)], packages=("verifier", "model_server"), env=env
             )
+
+
+def _dynamic_spec(captured: dict) -> str | None:
+    """The dimensions a dynamic capture's kernels accept any size along (`x:0,y:0`): what they are verified at."""
+    dynamic = captured.get("dynamic")
+    if not dynamic:
+        return None
+    return ",".join(f"{name}:{dim}" for name, dims in sorted(dynamic["dims"].items()) for dim in dims)
 
 
 def _not_needed(default: dict) -> dict[str, str]:
@@ -571,9 +581,10 @@ def _describe(tile: dict) -> str:
     )
 
 
-def _cache_key(task_source: bytes, device: str, mode: str) -> str:
+def _cache_key(task_source: bytes, device: str, mode: str, dynamic: str | None = None) -> str:
     digest = hashlib.sha256(task_source)
-    for part in (device, mode, metadata.version("torch"), metadata.version("triton"), str(CAPTURE_FORMAT)):
+    versions = (metadata.version("torch"), metadata.version("triton"), str(CAPTURE_FORMAT))
+    for part in (device, mode, *versions, *([f"dynamic={dynamic}"] if dynamic else [])):
         digest.update(b"\0" + part.encode())
     return digest.hexdigest()[:32]
 

@@ -19,7 +19,15 @@ def conversations(profile: str, task: str, request: GenerationRequest) -> list[t
     """(messages, samples) pairs for one round: the conversion prompt in round 1, then one repair
     conversation per failed candidate of the last round, the samples spread over them; where the request holds
     a verified candidate to improve on, the one conversation that asks for a faster kernel. A request's own
-    `prompt` is the one conversation, whatever the round."""
+    `prompt` is the one conversation, whatever the round. Where the request is dynamic, each conversation's last
+    message says which sizes the kernel must accept."""
+    chosen = _conversations(profile, task, request)
+    if request.dynamic is None or request.prompt is not None:
+        return chosen
+    return [(prompts.with_sizes(messages, request.dynamic), samples) for messages, samples in chosen]
+
+
+def _conversations(profile: str, task: str, request: GenerationRequest) -> list[tuple[list[dict], int]]:
     if request.prompt is not None:
         return [(prompts.instruction_messages(request.prompt), request.samples)]
     if request.round > 1 and request.best is not None:

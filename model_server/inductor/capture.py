@@ -69,6 +69,12 @@ def main(argv: list[str] | None = None) -> int:
         "convolution templates are autotuned over all of theirs",
     )
     parser.add_argument(
+        "--dynamic",
+        metavar="SPEC",
+        help="compile for other sizes along these dimensions of forward's tensor arguments (`auto`: all but the "
+        "innermost that can vary; `0`, `x:0,y:1`: exactly these, an error where the task's code fixes one)",
+    )
+    parser.add_argument(
         "--wait",
         action="store_true",
         help="TASK is a folder: import torch and Inductor, then read the task's file name from stdin (a JSON list "
@@ -84,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         task = task / names[0]
     try:
-        result = capture(task, args.device, args.templates, args.configs, args.tuned, args.reductions)
+        result = capture(task, args.device, args.templates, args.configs, args.tuned, args.reductions, args.dynamic)
     except CaptureError as exc:
         flags = {name: True for name in ("out_of_memory", "task_failed") if getattr(exc, name)}
         print(json.dumps({"error": str(exc), **flags}))
@@ -120,13 +126,15 @@ def capture(
     configs: int | None = None,
     tuned: bool = False,
     reductions: str | None = None,
+    dynamic: str | None = None,
 ) -> dict:
     """Wrapper code, kernel configurations, graph inputs, output structure and the scalar arguments Inductor
     baked into the code, of one compiled task (the model in training mode, as the verifier runs it); and how
     long the imports, the task (its model and inputs, made on the device, and an eager call) and the compile
     took. `tuned`: Inductor's coordinate-descent tuning searches each kernel's block sizes, warps and stages
     around its heuristic's choice, timing them on the GPU. `reductions="looped"`: no persistent reductions, each
-    row is reduced in a loop over blocks of it."""
+    row is reduced in a loop over blocks of it. `dynamic`: a `verifier.dynamic` spec of the dimensions compiled
+    for any size, recorded as `dynamic` (those that did vary, and the conditions on their sizes the code assumes)."""
     if tuned and device != "cuda":
         raise CaptureError("tuning times kernels on the GPU: --tuned needs --device cuda")
     began, started = time.time(), time.perf_counter()
@@ -171,10 +179,16 @@ def capture(
 
         graph_inputs: list[str] = []
         table = templates_table() if templates else None
+        spec = _parsed_spec(dynamic)
+        sizes: dict = {}
 
         def backend(gm, example_inputs):
             graph_inputs[:] = [_expression(node) for node in gm.graph.nodes if node.op == "placeholder"]
-            return compile_fx(gm, example_inputs, decompositions=table)
+            try:
+                return compile_fx(gm, example_inputs, decompositions=table)
+            finally:
+                if spec is not None:
+                    sizes.update(_dynamic_sizes(example_inputs))
 
         codes: list[str] = []
 
@@ -186,22 +200,27 @@ def capture(
         ready = time.perf_counter()
         torch._dynamo.reset()
         compiled = torch.compile(model, backend=backend, fullgraph=True)
+        if spec is not None:
+            _mark_dynamic(spec, parameters(model), inputs)
         with mock.patch.object(GraphLowering, "save_output_code", save_output_code, create=True):
             try:
-                with torch.no_grad():
+                with torch.no_grad(), _distinct_sizes(spec is not None):
                     compiled(*inputs)
             except Exception as exc:
                 if not _caused_by(exc, _Captured):
-                    raise CaptureError(f"torch.compile failed: {_first_line(exc)}") from exc
+                    raise CaptureError(_compile_failure(exc, spec is not None)) from exc
         if not codes:
             raise CaptureError("Inductor produced no code for this task")
     wrapper = codes[-1]
-    parameters = list(inspect.signature(model.forward).parameters)
     scalars = {
         name: value
-        for name, value in zip(parameters, inputs)
+        for name, value in zip(parameters(model), inputs)
         if isinstance(value, bool | int | float) and name not in graph_inputs
     }
+    if "error" in sizes:
+        raise CaptureError(sizes["error"])
+    if spec is not None:
+        _check_varied(spec, parameters(model), inputs, sizes.get("dims", {}))
     return {
         "scalars": scalars,
         "init_arguments": _constructor_arguments(module.Model, init_values),
@@ -217,6 +236,7 @@ def capture(
         "template_configs": configs if templates else None,
         "tuned": tuned,
         "reductions": reductions,
+        "dynamic": sizes or None,
         "torch": torch.__version__,
         "seconds": {
             "imports": round(imported - started, 2),
@@ -226,6 +246,183 @@ def capture(
         # the wall clock at the capture's start and end: the backend measures its process's start and exit by them
         "clock": {"began": began, "ended": time.time()},
     }
+
+
+def parameters(model) -> list[str]:
+    """The names of `model.forward`'s parameters: the positions of `get_inputs()`'s values."""
+    return list(inspect.signature(model.forward).parameters)
+
+
+def _parsed_spec(dynamic: str | None):
+    if dynamic is None:
+        return None
+    from verifier import UsageError, parse_dynamic
+
+    try:
+        return parse_dynamic(dynamic)
+    except UsageError as exc:
+        raise CaptureError(str(exc)) from None
+
+
+def _mark_dynamic(spec, names: list[str], inputs: list) -> None:
+    """Mark the spec's dimensions of forward's tensor arguments for Dynamo: `auto` ones where they can vary (the
+    compile keeps a dimension the code fixes at its size), named ones without exception (the compile fails where
+    the code fixes one). A named dimension an argument lacks, or of size 0 or 1, is an error here."""
+    import torch
+
+    tensors = {name: value for name, value in zip(names, inputs) if isinstance(value, torch.Tensor)}
+    for value in tensors.values():
+        if spec.auto:
+            for dim in range(value.dim() - 1):
+                if value.shape[dim] >= 2:
+                    torch._dynamo.maybe_mark_dynamic(value, dim)
+    for named, dim in spec.dims:
+        if named is not None and named not in tensors:
+            taken = ", ".join(tensors) or "none"
+            raise CaptureError(f"--dynamic names `{named}`, which is not a tensor argument of forward ({taken})")
+        for name, value in tensors.items():
+            if named not in (None, name):
+                continue
+            if not -value.dim() <= dim < value.dim():
+                if named is None:
+                    continue
+                raise CaptureError(f"--dynamic {named}:{dim}: `{name}` has {value.dim()} dimensions")
+            if value.shape[dim] < 2 and named is None:
+                continue  # every input's dimension D: those of size 0 or 1 cannot vary and are left fixed
+            if value.shape[dim] < 2:
+                raise CaptureError(
+                    f"--dynamic: dimension {dim} of `{name}` has size {value.shape[dim]} in the example inputs; a size "
+                    "of 0 or 1 is fixed by the compiler: make the example larger along it"
+                )
+            torch._dynamo.mark_dynamic(value, dim)
+
+
+def _check_varied(spec, names: list[str], inputs: list, varied: dict[str, list[int]]) -> None:
+    """A CaptureError naming each dimension the spec names that the compile fixed (the task's code needs that
+    size), or saying that none varied."""
+    import torch
+
+    fixed = []
+    for named, dim in spec.dims:
+        for name, value in zip(names, inputs):
+            if named not in (None, name) or not isinstance(value, torch.Tensor):
+                continue
+            if not -value.dim() <= dim < value.dim() or (named is None and value.shape[dim] < 2):
+                continue
+            if dim % value.dim() not in varied.get(name, []):
+                fixed.append(f"dimension {dim} of `{name}`")
+    if fixed:
+        raise CaptureError(
+            f"--dynamic {spec}: {', '.join(fixed)} cannot vary: the task's code fixes "
+            f"{'its size' if len(fixed) == 1 else 'their sizes'}; leave {'it' if len(fixed) == 1 else 'them'} out"
+        )
+    if not varied:
+        raise CaptureError(f"--dynamic {spec}: no dimension can vary: the task's code fixes the size of every one")
+
+
+@contextlib.contextmanager
+def _distinct_sizes(dynamic: bool):
+    """Where sizes are dynamic, each dimension gets its own size variable even where two are equal in the example
+    (no duck sizing): the code then assumes two sizes equal only where the task's computation needs them to be.
+    And a size of 1 is not special (size-oblivious): without it the compiler assumes every dynamic size is at
+    least 2, and a kernel for any batch would refuse a batch of one."""
+    if not dynamic:
+        yield
+        return
+    import torch.fx.experimental._config as fx_config
+
+    with (
+        mock.patch.object(fx_config, "use_duck_shape", False),
+        mock.patch.object(fx_config, "backed_size_oblivious", True),
+    ):
+        yield
+
+
+def _dynamic_sizes(example_inputs) -> dict:
+    """`_sizes_assumed`, or its failure as {"error": ...}: it runs where the CPU capture is being stopped, and an
+    exception there would be taken for the stop."""
+    try:
+        return _sizes_assumed(example_inputs)
+    except Exception as exc:
+        return {"error": str(exc) if isinstance(exc, CaptureError) else f"--dynamic: {_first_line(exc)}"}
+
+
+def _sizes_assumed(example_inputs) -> dict:
+    """What a dynamic compile assumes of its sizes: the dimensions that did vary (`dims`: argument name -> its
+    dimensions), and the conditions the code holds under (`guards`: Python comparisons over `x.shape[d]`): sizes
+    that must be equal, the bounds of 32-bit indexing, sizes of at least 2."""
+    import sympy
+    from torch._guards import detect_fake_mode
+    from torch.utils._sympy.printers import PythonPrinter
+
+    fake_mode = detect_fake_mode(example_inputs)
+    shape_env = getattr(fake_mode, "shape_env", None)
+    if shape_env is None:
+        return {}
+    sources = {}
+    for symbol, found in shape_env.var_to_sources.items():
+        text = _source_text(found[0]) if found else None
+        sources[symbol] = text
+    dims: dict[str, list[int]] = {}
+    for symbol, text in sources.items():
+        if text is not None and not shape_env.simplify(symbol).is_number:
+            name, dim = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", text).groups()
+            dims.setdefault(name, []).append(int(dim))
+    printer = PythonPrinter()
+    guards = []
+    for guard in shape_env.guards:
+        expr = guard.expr
+        unnamed = [s for s in expr.free_symbols if sources.get(s) is None]
+        if unnamed:
+            raise CaptureError(f"--dynamic: the code assumes `{expr}` of sizes it cannot name")
+        named = {s: sympy.Symbol(sources[s], integer=True, positive=True) for s in expr.free_symbols}
+        guards.append(printer.doprint(expr.xreplace(named)))
+    for symbol, text in sources.items():
+        if text is not None and not shape_env.simplify(symbol).is_number:
+            bounds = shape_env.var_to_range.get(symbol)
+            lower = int(bounds.lower) if bounds is not None and bounds.lower.is_Integer else 0
+            guards.append(f"{text} >= {max(lower, 1)}")  # an empty input is never verified
+            if bounds is not None and bounds.upper.is_Integer:
+                guards.append(f"{text} <= {int(bounds.upper)}")
+    symbols = {str(symbol): text for symbol, text in sources.items() if text is not None}
+    return {
+        "dims": {name: sorted(d) for name, d in dims.items()},
+        "guards": list(dict.fromkeys(guards)),
+        "symbols": symbols,
+    }
+
+
+def _source_text(source) -> str | None:
+    """`x.shape[0]` for the source of a forward argument's size; None for any other."""
+    name = source.name() if callable(getattr(source, "name", None)) else getattr(source, "name", None)
+    found = re.fullmatch(r"L\['(\w+)'\]\.size\(\)\[(\d+)\]", name or "")
+    return f"{found.group(1)}.shape[{found.group(2)}]" if found else None
+
+
+def _compile_failure(exc: BaseException, dynamic: bool) -> str:
+    """Why torch.compile failed; where sizes are dynamic and a marked dimension had to be fixed, which one."""
+    found = _caused_by_type_named(exc, "ConstraintViolationError")
+    if dynamic and found is not None:
+        fixed = re.findall(r"L\['(\w+)'\]\.size\(\)\[(\d+)\]", str(found))
+        named = ", ".join(dict.fromkeys(f"dimension {d} of `{n}`" for n, d in fixed)) or "a marked dimension"
+        reason = str(found).strip().splitlines()
+        detail = next((line.strip() for line in reason if "specialized" in line or "Not all values" in line), "")
+        return (
+            f"--dynamic: {named} cannot vary: the task's code fixes its size"
+            + (f" ({detail[:300]})" if detail else "")
+            + "; leave it out of --dynamic"
+        )
+    return f"torch.compile failed: {_first_line(exc)}"
+
+
+def _caused_by_type_named(exc: BaseException, name: str) -> BaseException | None:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if type(exc).__name__ == name:
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _constructor_arguments(model_class: type, values: list) -> dict[str, str | None]:
@@ -394,6 +591,7 @@ def _expression(node) -> str:
     if not isinstance(source, str):
         raise CaptureError(f"graph input `{node.name}` has no source in forward's arguments or the module")
     text = re.sub(r"^L\['(\w+)'\]", r"\1", source)
+    text = re.sub(r"\.size\(\)\[(\d+)\]$", r".shape[\1]", text)
     text = re.sub(r"\._(?:modules|parameters|buffers)\['(\w+)'\]", r".\1", text)
     if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*|\[\d+\])*", text):
         raise CaptureError(f"graph input `{source}` is not an argument, parameter or buffer")

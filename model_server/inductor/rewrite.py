@@ -19,6 +19,12 @@ from dataclasses import dataclass, field
 
 from model_server.inductor.construction import construction_code, plain_constant
 from model_server.inductor.conv_calls import ConvCallError, replace_convolutions
+from model_server.inductor.dynamic_guards import (
+    UNEXPECTED_SHAPE,
+    UNEXPECTED_SIZES,
+    GuardError,
+    dynamic_input_guards,
+)
 from model_server.inductor.matmul_calls import MatmulCallError, replace_matmuls
 from verifier.audit import SourceIndex
 
@@ -109,7 +115,8 @@ def rewrite(captured: dict, task_source: str, task_name: str = "task", variant: 
     model = next((n for n in task.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     if model is None:
         raise RewriteError("the task defines no `class Model`")
-    guards = _input_guards(wrapper, captured)
+    dynamic = captured.get("dynamic")
+    guards = _dynamic_guards(wrapper, captured, model) if dynamic else _input_guards(wrapper, captured)
     attributes = captured.get("attributes", {})
     attribute_guards = _value_guards({f"self.{name}": literal for name, literal in attributes.items()})
     if captured.get("training_only"):
@@ -118,7 +125,8 @@ def rewrite(captured: dict, task_source: str, task_name: str = "task", variant: 
     parts = [
         _module_constants(task),
         *construction_code(task, model),
-        *([UNEXPECTED_INPUT] if guards else []),
+        *([UNEXPECTED_INPUT] if guards and not dynamic else []),
+        *([UNEXPECTED_SHAPE, UNEXPECTED_SIZES] if dynamic else []),
         *([UNEXPECTED_VALUES] if attribute_guards or init_guards else []),
         *helpers,
         *kernel_sources,
@@ -501,7 +509,8 @@ def _forward_body(statements: list[ast.stmt], kernels: dict[str, Kernel], captur
     for stmt in statements:
         if _is_args_unpacking(stmt):
             names = _input_names(stmt, graph_inputs)
-            device_source = next((s for s in graph_inputs if not s.startswith("self.")), graph_inputs[0])
+            tensors = [s for s in graph_inputs if not s.startswith("self.") and ".shape[" not in s]
+            device_source = next(iter(tensors), graph_inputs[0])
             lines.append(f"device = {device_source}.device")
             continue
         line = _statement(stmt, kernels, captured["output"], hybrid)
@@ -576,6 +585,8 @@ def _library_call(name: str) -> bool:
 def _expression(value: ast.expr, hybrid: bool = False) -> str:
     if isinstance(value, ast.Name):
         return value.id
+    if _size_arithmetic(value):
+        return ast.unparse(value)
     if isinstance(value, ast.Call):
         name = ast.unparse(value.func)
         args = [_expression(a, hybrid) if isinstance(a, ast.Call) else ast.unparse(a) for a in value.args]
@@ -595,6 +606,36 @@ def _expression(value: ast.expr, hybrid: bool = False) -> str:
             return f"torch.{function}({', '.join(args + keywords)})"
         raise RewriteError(_not_triton(name, ast.unparse(value)[:160]))
     raise RewriteError(f"unsupported expression in Inductor's launcher: {ast.unparse(value)[:160]}")
+
+
+SIZE_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub)
+
+
+def _size_arithmetic(value: ast.expr) -> bool:
+    """Whether `value` is arithmetic on sizes, as a dynamic-shape launcher computes them: `s0*s1`, `arg0_1.size()`,
+    `arg0_1_size[0]`."""
+    return not isinstance(value, ast.Constant | ast.Attribute) and all(map(_size_node, ast.walk(value)))
+
+
+def _size_node(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call):
+        method = node.func
+        return (
+            isinstance(method, ast.Attribute)
+            and method.attr in ("size", "stride")
+            and isinstance(method.value, ast.Name)
+            and not node.args
+            and not node.keywords
+        )
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant)
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.operator | ast.unaryop):
+        return isinstance(node, SIZE_OPERATORS)
+    if isinstance(node, ast.Attribute):
+        return node.attr in ("size", "stride")  # only as the method of a call checked above
+    return isinstance(node, ast.Name | ast.BinOp | ast.UnaryOp | ast.Load)
 
 
 def _not_triton(name: str, code: str) -> str:
@@ -921,6 +962,39 @@ def _input_guards(wrapper: ast.Module, captured: dict) -> list[str]:
     return lines
 
 
+def _dynamic_guards(wrapper: ast.Module, captured: dict, model: ast.ClassDef) -> list[str]:
+    """`forward`'s first lines where sizes are dynamic: each tensor argument's rank, fixed sizes, strides and
+    dtype as Inductor's code asserts them, then the conditions on the sizes the kernels were compiled under."""
+    examples = _example_arguments(wrapper)
+    asserted = _size_asserts(wrapper)
+    tensors = []
+    for arg, source in zip(_graph_arguments(wrapper), captured["graph_inputs"]):
+        if source.startswith("self.") or not source.isidentifier() or arg not in examples:
+            continue
+        if arg not in asserted:
+            raise RewriteError(f"Inductor's code does not say which sizes and strides `{source}` may have")
+        shape, stride = asserted[arg]
+        tensors.append((source, shape, stride, examples[arg][2]))
+    forward = next((n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+    parameters = [a.arg for a in forward.args.args[1:]] if forward else []
+    try:
+        return dynamic_input_guards(tensors, captured["dynamic"], parameters)
+    except GuardError as exc:
+        raise RewriteError(f"the dynamic sizes cannot be checked: {exc}") from None
+
+
+def _size_asserts(wrapper: ast.Module) -> dict[str, tuple[list[str], list[str]]]:
+    """The sizes and strides Inductor's `call` asserts of each input (`assert_size_stride(arg, sizes, strides)`)."""
+    found = {}
+    for stmt in _flatten_with(_call_function(wrapper).body):
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and _is_name(call.func, "assert_size_stride") and len(call.args) >= 3:
+            name, shape, stride = call.args[:3]
+            if isinstance(name, ast.Name) and isinstance(shape, ast.Tuple) and isinstance(stride, ast.Tuple):
+                found[name.id] = ([ast.unparse(e) for e in shape.elts], [ast.unparse(e) for e in stride.elts])
+    return found
+
+
 def _graph_arguments(wrapper: ast.Module) -> list[str]:
     for stmt in _flatten_with(_call_function(wrapper).body):
         if _is_args_unpacking(stmt) and isinstance(stmt.targets[0], ast.Tuple):
@@ -956,14 +1030,28 @@ def _header(task_name: str, captured: dict, variant: Variant, guarded: bool) -> 
     return (
         f'"""Triton kernels for `{task_name}`: {what}.\n\n'
         f"Derived from TorchInductor's code for {where} by `tritonize convert --backend inductor` (torch\n"
-        f"{captured['torch']}) and rewritten to stand alone. The kernels are specialised to the task's example\n"
-        "inputs: `forward` refuses inputs of any other shape, stride or dtype."
+        f"{captured['torch']}) and rewritten to stand alone. "
+        + (_dynamic_words(captured["dynamic"]) if captured.get("dynamic") else _SPECIALISED)
         + (
             "\nLikewise the constructor's arguments and attributes baked into its kernels: other values are refused."
             if guarded
             else ""
         )
         + '"""'
+    )
+
+
+_SPECIALISED = (
+    "The kernels are specialised to the task's example\ninputs: `forward` refuses inputs of any other shape, "
+    "stride or dtype."
+)
+
+
+def _dynamic_words(dynamic: dict) -> str:
+    dims = ", ".join(f"{name}:{d}" for name, ds in sorted(dynamic["dims"].items()) for d in ds)
+    return (
+        f"The kernels accept any size along the\ndynamic dimensions ({dims}); `forward` refuses other "
+        "dimensions, strides, dtypes, and sizes\noutside what the kernels assume."
     )
 
 

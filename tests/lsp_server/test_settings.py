@@ -36,3 +36,15 @@ def test_the_verification_policy_is_strict_unless_set_to_hybrid():
     settings, problems = parse_settings({"policy": "lenient"})
     assert settings.policy == "strict"
     assert problems == ["tritonize.policy: expected one of strict, hybrid; using 'strict'"]
+
+
+def test_the_dynamic_dimensions_are_read_normalised_and_a_bad_spec_is_named():
+    assert Settings().dynamic is None
+    assert parse_settings({"dynamic": " x:0, 1 "})[0].dynamic == "x:0,1"
+    assert parse_settings({"dynamic": ""})[0].dynamic is None
+    settings, problems = parse_settings({"dynamic": "x:"})
+    assert settings.dynamic is None
+    assert problems == [
+        "tritonize.dynamic: dynamic spec item 'x:' is neither a dimension (`0`, `-2`) nor an argument's dimension "
+        "(`x:0`); using None"
+    ]

@@ -170,7 +170,8 @@ def test_our_endpoints_refuse_unknown_fields_and_openai_s_ignore_them(server):
         {
             "type": "extra_forbidden",
             "loc": ["body", "trails"],
-            "msg": "unknown field `trails`; /v1/verify takes task, candidate, trials, timeout, policy, sanitize",
+            "msg": "unknown field `trails`; /v1/verify takes task, candidate, trials, timeout, policy, sanitize, "
+            "dynamic",
             "input": 2,
         }
     ]
@@ -263,6 +264,11 @@ def test_verify_returns_the_report(server):
     broken = httpx.post(f"{server}/v1/verify", headers=AUTH, json={"task": "x = 1\n", "candidate": candidate})
     assert broken.status_code == 400
     assert broken.json()["detail"].startswith("the task does not load: task.py:1: not a task")
+    unknown_argument = httpx.post(
+        f"{server}/v1/verify", headers=AUTH, json={"task": RELU, "candidate": candidate, "dynamic": "y:0"}
+    )
+    assert unknown_argument.status_code == 400
+    assert unknown_argument.json()["detail"] == "the dynamic spec names `y`, but task.py's Model.forward takes x"
 
 
 def test_failing_verifications_name_no_path_of_the_server(server):

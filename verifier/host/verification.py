@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifier.audit.anti_hacking import check_candidate
+from verifier.dynamic import STEPS, dynamic_positions, parse_dynamic
 from verifier.errors import TaskError, UsageError
 from verifier.host import gpu_lock, sanitizer
 from verifier.host.zygote_handle import JobOutcome, ZygoteHandle, start_all
@@ -197,6 +198,8 @@ class Verification:
         seeds = [self.seeder.randrange(2**31) for _ in range(trials)]
         self.first_seed = seeds[0]
         calls = _calls(seeds)
+        if self.opts.dynamic:
+            calls = _with_resized_calls(calls, self.opts.dynamic, self.task, self.seeder)
         pair = self._run_pair("candidate", calls)
         if pair is None:
             return False
@@ -586,7 +589,34 @@ def _calls(seeds: list[int]) -> list[Call]:
     return calls
 
 
-CALL_LABEL = re.compile(r"^((?:trial \d+(?: \(inputs x[^)]*\))?|enable_grad call)(?:, output \d+)?): ")
+def _with_resized_calls(calls: list[Call], spec_text: str, task: Task, seeder: random.Random) -> list[Call]:
+    """`calls` with one call per other size of the dynamic dimensions (`verifier.dynamic.STEPS`), after the
+    task's own trials: the kernel must accept those sizes and compute them as the task does."""
+    spec = parse_dynamic(spec_text)
+    dims = dynamic_positions(spec_text, task.tree, task.origin)
+    trials = sum(1 for c in calls if not c["grad"] and c.get("scale", 1.0) == 1.0)
+    resized: list[Call] = [
+        {
+            "seed": seeder.randrange(2**30),
+            "grad": False,
+            "label": f"trial {trials + number} (dynamic dims {step}: {spec})",
+            "resize": {"dims": dims, "auto": spec.auto, "step": step},
+        }
+        for number, step in enumerate(STEPS, 1)
+    ]
+    first_other = next((i for i, c in enumerate(calls) if c["grad"] or c.get("scale", 1.0) != 1.0), len(calls))
+    renumbered = [_renumbered(c, len(STEPS)) for c in calls[first_other:]]
+    return calls[:first_other] + resized + renumbered
+
+
+def _renumbered(call: Call, shift: int) -> Call:
+    label = re.sub(r"^trial (\d+)", lambda m: f"trial {int(m.group(1)) + shift}", call["label"])
+    return {**call, "label": label}
+
+
+CALL_LABEL = re.compile(
+    r"^((?:trial \d+(?: \((?:inputs x|dynamic dims )[^)]*\))?|enable_grad call)(?:, output \d+)?): "
+)
 NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
 KINDS_SAID = 3
 
@@ -619,8 +649,11 @@ def _trials_said(calls: list[Call]) -> str:
     """'5 trials (2 with the inputs scaled: x4, x0.25)'."""
     trials = [c for c in calls if not c["grad"]]
     scales = [f"x{c['scale']:g}" for c in trials if c.get("scale", 1.0) != 1.0]
+    resized = sum(1 for c in trials if "resize" in c)
     said = f"{len(trials)} trial{'s' if len(trials) != 1 else ''}"
-    return said + (f" ({len(scales)} with the inputs scaled: {', '.join(scales)})" if scales else "")
+    notes = [f"{resized} at other sizes along the dynamic dimensions"] if resized else []
+    notes += [f"{len(scales)} with the inputs scaled: {', '.join(scales)}"] if scales else []
+    return said + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _stage_seconds(stages: object) -> dict[str, float]:

@@ -17,6 +17,7 @@ from types import ModuleType
 
 import torch
 
+from verifier.dynamic import other_size
 from verifier.wire.channel import Channel
 from verifier.wire.messages import Call, Job, StageFailure, Violation
 
@@ -132,8 +133,50 @@ def load_task(source_file: str, name: str, seed: int) -> ModuleType:
 
 
 def call_inputs(module: ModuleType, call: Call, device: torch.device) -> list:
-    """The inputs of one of a job's calls: its seed's, scaled as the call says."""
-    return trial_inputs(module, call["seed"], device, call.get("scale", 1.0))
+    """The inputs of one of a job's calls: its seed's, scaled or resized as the call says."""
+    inputs = trial_inputs(module, call["seed"], device, call.get("scale", 1.0))
+    resize = call.get("resize")
+    if resize is None:
+        return inputs
+    extra = [trial_inputs(module, call["seed"] + k, device) for k in (1, 2)] if resize["step"] == "larger" else []
+    return [
+        _resized(value, [value, *(draw[p] for draw in extra)], _dynamic_dims(value, p, resize), resize["step"])
+        for p, value in enumerate(inputs)
+    ]
+
+
+def _dynamic_dims(value: object, position: int, resize: dict) -> list[int]:
+    """The dimensions of input `position` that a resized call changes: those the spec names that it has, of size
+    2 or more (a compiler fixes sizes 0 and 1)."""
+    if not isinstance(value, torch.Tensor) or value.dim() == 0:
+        return []
+    dims = set(range(value.dim() - 1)) if resize["auto"] else set()
+    for named, dim in resize["dims"]:
+        if named in (None, position) and -value.dim() <= dim < value.dim():
+            dims.add(dim % value.dim())
+    return sorted(d for d in dims if value.shape[d] >= 2)
+
+
+def _resized(value: object, draws: list, dims: list[int], step: str) -> object:
+    """`value` at the other sizes of `step` along `dims`, with fresh values where it grows (from the extra `draws`
+    of the same input: repeating its own values would hide a kernel that still indexes by the example's size), and
+    its dimensions in the same memory order (a transposed input stays transposed)."""
+    if not dims or any(not isinstance(d, torch.Tensor) or d.shape != value.shape for d in draws):
+        return value
+    order = sorted(range(value.dim()), key=lambda d: -value.stride(d))
+    sources = [d.permute(order) for d in draws]
+    for dim in dims:
+        at = order.index(dim)
+        size = sources[0].shape[at]
+        wanted = other_size(size, step)
+        if wanted <= size:
+            sources = [s.narrow(at, 0, wanted) for s in sources]
+        else:
+            rolled = sources[1:] + sources[:1]
+            sources = [torch.cat([s, r], at).narrow(at, 0, wanted) for s, r in zip(sources, rolled)]
+    inverse = [order.index(d) for d in range(value.dim())]
+    dense = torch.empty(sources[0].shape, dtype=value.dtype, device=value.device)  # size-1 dims strided as new
+    return dense.copy_(sources[0]).permute(inverse)
 
 
 def build(cls: type, init: list, job: Job, device: torch.device) -> torch.nn.Module:

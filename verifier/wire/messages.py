@@ -36,6 +36,8 @@ class Call(TypedDict, total=False):
     grad: Required[bool]
     label: Required[str]
     scale: float
+    # other sizes along dynamic dimensions: {"dims": [[position or None, dim], ...], "auto": bool, "step": str}
+    resize: dict
 
 
 class _JobRequired(TypedDict):

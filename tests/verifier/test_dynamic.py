@@ -1,0 +1,143 @@
+"""Verification at other sizes (`--dynamic`): the spec, the other sizes' inputs, and what they catch that the
+example's sizes cannot: a kernel that accepts any shape but still computes the example's."""
+
+from __future__ import annotations
+
+import random
+import types
+
+import pytest
+import torch
+
+from tests.conftest import FIXTURES
+from tests.sources import pair
+from verifier import Task, UsageError, VerifierPool
+from verifier.dynamic import declared_dynamic, dynamic_line, dynamic_positions, other_size, parse_dynamic
+from verifier.host.verification import _calls, _with_resized_calls
+from verifier.sandbox.task_code import call_inputs
+
+DYNAMIC = FIXTURES / "dynamic"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with VerifierPool(size=1, device="cpu") as pool:
+        yield pool
+
+
+@pytest.mark.parametrize(
+    ("text", "normal"),
+    [("auto", "auto"), ("0", "0"), (" x:0, y:-1 ", "x:0,y:-1"), ("0,0,x:1", "0,x:1")],
+)
+def test_a_spec_is_read_and_written_back_the_same(text, normal):
+    assert str(parse_dynamic(text)) == normal
+
+
+@pytest.mark.parametrize("text", ["", "x", "x:", ":0", "x:0;y:1", "0.5", "x:0,,1", ",".join(["0"] * 65)])
+def test_a_spec_that_cannot_be_read_is_refused_quoting_it(text):
+    with pytest.raises(UsageError, match="dynamic spec"):
+        parse_dynamic(text)
+
+
+def test_a_name_forward_does_not_take_is_refused_with_the_names_it_takes():
+    task = Task.from_file(DYNAMIC / "relu_task.py")
+    assert dynamic_positions("x:0,1", task.tree, task.origin) == [[0, 0], [None, 1]]
+    with pytest.raises(UsageError, match=r"names `y`, but .*relu_task.py's Model.forward takes x"):
+        dynamic_positions("y:0", task.tree, task.origin)
+
+
+def test_the_written_line_is_read_back_only_among_the_first_lines():
+    kernel = "# tritonize-policy: strict -- ...\n" + dynamic_line("x:0,y:0") + "import torch\n"
+    assert declared_dynamic(kernel) == "x:0,y:0"
+    assert declared_dynamic("\n" * 10 + dynamic_line("x:0")) is None
+    assert declared_dynamic("import torch\n") is None
+
+
+@pytest.mark.parametrize("size", [2, 3, 4, 5, 16, 17, 100, 4096])
+def test_the_other_sizes_differ_from_the_example_and_the_smaller_one_is_odd(size):
+    smaller, larger, one = (other_size(size, step) for step in ("smaller", "larger", "one"))
+    assert len({size, smaller, larger, one}) == 4
+    assert smaller >= 2 and larger > size and one == 1
+    if smaller < size:
+        assert smaller % 2 == 1
+
+
+def _task(get_inputs) -> types.ModuleType:
+    module = types.ModuleType("task")
+    module.get_inputs = get_inputs
+    return module
+
+
+def test_a_larger_input_gets_fresh_values_never_a_copy_of_the_example_s():
+    module = _task(lambda: [torch.randn(16, 8), torch.randn(16, 8)])
+    resize = {"dims": [[0, 0]], "auto": False, "step": "larger"}
+    example = call_inputs(module, {"seed": 3, "grad": False, "label": "t"}, torch.device("cpu"))
+    larger = call_inputs(module, {"seed": 3, "grad": False, "label": "t", "resize": resize}, torch.device("cpu"))
+    assert larger[0].shape == (25, 8) and larger[1].shape == (16, 8)  # only input 0 was named
+    assert torch.equal(larger[0][:16], example[0])
+    grown = larger[0][16:]
+    assert not any(torch.equal(grown[i], example[0][j]) for i in range(9) for j in range(16))
+    again = call_inputs(module, {"seed": 3, "grad": False, "label": "t", "resize": resize}, torch.device("cpu"))
+    assert torch.equal(again[0], larger[0]), "both sandboxes must draw the same inputs"
+
+
+def test_auto_resizes_every_dimension_but_the_innermost_and_keeps_a_transposed_input_transposed():
+    module = _task(lambda: [torch.randn(6, 10, 4), torch.randn(8, 12).t(), torch.randn(5), 3])
+    resize = {"dims": [], "auto": True, "step": "smaller"}
+    inputs = call_inputs(module, {"seed": 0, "grad": False, "label": "t", "resize": resize}, torch.device("cpu"))
+    assert inputs[0].shape == (3, 5, 4) and inputs[0].is_contiguous()
+    assert inputs[1].shape == (7, 8) and inputs[1].t().is_contiguous()
+    assert inputs[2].shape == (5,) and inputs[3] == 3
+
+
+def test_a_size_one_input_is_strided_as_a_new_tensor():
+    module = _task(lambda: [torch.randn(4, 3, 8)])
+    resize = {"dims": [[None, 0], [None, 1]], "auto": False, "step": "one"}
+    (one,) = call_inputs(module, {"seed": 0, "grad": False, "label": "t", "resize": resize}, torch.device("cpu"))
+    assert one.shape == (1, 1, 8) and one.stride() == (8, 8, 1)
+
+
+def test_the_resized_calls_come_after_the_task_s_own_trials_and_are_named():
+    task = Task.from_file(DYNAMIC / "relu_task.py")
+    calls = _with_resized_calls(_calls([11, 12, 13, 14, 15]), "0", task, random.Random(1))
+    labels = [c["label"] for c in calls]
+    assert labels == [
+        "trial 1",
+        "trial 2",
+        "trial 3 (dynamic dims smaller: 0)",
+        "trial 4 (dynamic dims larger: 0)",
+        "trial 5 (dynamic dims one: 0)",
+        "enable_grad call",
+        "trial 6 (inputs x4)",
+        "trial 7 (inputs x0.25)",
+        "trial 8 (inputs x-1)",
+    ]
+    assert all(c["resize"]["dims"] == [[None, 0]] for c in calls[2:5])
+
+
+def test_a_kernel_for_any_size_passes_at_the_other_sizes(pool):
+    report = pool.verify(*pair(DYNAMIC / "relu_task.py", DYNAMIC / "relu_any_size.py"), seed=1, dynamic="auto")
+    assert report.verdict == "correct", report.message
+    assert "(3 at other sizes along the dynamic dimensions; 3 with the inputs scaled" in report.message
+
+
+def test_a_kernel_that_still_computes_the_example_s_rows_passes_alone_and_is_caught_at_a_larger_size(pool):
+    """The attack the other sizes exist for: any shape accepted, the example's size baked in."""
+    task_and_kernel = pair(DYNAMIC / "relu_task.py", DYNAMIC / "relu_example_rows.py")
+    assert pool.verify(*task_and_kernel, seed=1).verdict == "correct"
+    report = pool.verify(*task_and_kernel, seed=1, dynamic="0")
+    assert report.verdict == "incorrect", report.message
+    assert report.message.startswith("trial 4 (dynamic dims larger: 0)"), report.message
+
+
+def test_a_specialised_kernel_asked_for_other_sizes_fails_with_its_own_words(pool):
+    report = pool.verify(*pair(DYNAMIC / "relu_task.py", DYNAMIC / "relu_example_only.py"), seed=1, dynamic="x:0")
+    assert report.verdict == "runtime_error", report.message
+    assert "generated for shape (16, 64), got (9, 64)" in report.message
+
+
+def test_the_spec_is_read_by_the_options_and_a_bad_one_is_refused_before_anything_runs(pool):
+    with pytest.raises(UsageError, match="dynamic spec item 'x:'"):
+        pool.verify(*pair(DYNAMIC / "relu_task.py", DYNAMIC / "relu_any_size.py"), dynamic="x:")
+    with pytest.raises(UsageError, match="names `z`"):
+        pool.verify(*pair(DYNAMIC / "relu_task.py", DYNAMIC / "relu_any_size.py"), dynamic="z:0")
