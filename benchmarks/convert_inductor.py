@@ -1,6 +1,6 @@
 """`tritonize convert --backend inductor` on a set of tasks: what it chose, how fast that is, how long it took.
 
-    python benchmarks/convert_inductor.py [TASK ...] [--device cuda] [--samples 4] [--json FILE]
+    python benchmarks/convert_inductor.py [TASK ...] [--device cuda] [--samples 4] [--dynamic SPEC] [--json FILE]
     python benchmarks/convert_inductor.py --table RUN.json [RUN.json ...]
 
 Default tasks: benchmarks/tasks/published/*.py (KernelBench level 1/2 problems at their published sizes). Each
@@ -52,6 +52,9 @@ def main() -> None:
     parser.add_argument(
         "--policy", choices=("strict", "hybrid"), default="hybrid", help="hybrid, as the recorded runs (default)"
     )
+    parser.add_argument(
+        "--dynamic", metavar="SPEC", help="as `tritonize convert --dynamic`: kernels for other sizes (default: none)"
+    )
     parser.add_argument("--json", help="also write every row here")
     parser.add_argument("--table", nargs="+", metavar="RUN.json", help="print the table of earlier runs instead")
     args = parser.parse_args()
@@ -70,6 +73,7 @@ def main() -> None:
     if not args.no_spares:  # as the server does: each compile in a capture process started ahead
         backend.start_spares(args.device)
     options = {"samples": args.samples, "rounds": args.rounds, "trials": args.trials, "policy": args.policy}
+    options["dynamic"] = args.dynamic
     rows = []
     print(HEADER)
     with VerifierPool(size=args.workers, device=args.device) as pool:
@@ -127,6 +131,7 @@ def _chosen(outcome: Outcome) -> dict:
     return {
         "verdict": "correct",
         "policy": best.policy,
+        "dynamic": best.dynamic,
         "label": best.label,
         "why": outcome.why,
         "vs_eager": timing.get("speedup_vs_eager"),

@@ -120,3 +120,24 @@ def test_convert_refuses_a_spec_naming_an_argument_forward_does_not_take(tmp_pat
     assert refused.returncode == 2
     assert "the dynamic spec names `z`, but" in refused.stderr and "Model.forward takes x, y" in refused.stderr
     assert not (tmp_path / "norm_add_triton.py").exists()
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize(("task", "dims"), [("norm_add_task.py", "x:0,x:1,y:0,y:1"), ("matmul_task.py", "a:0")])
+def test_on_a_gpu_every_compile_is_dynamic_and_the_chosen_kernel_is_all_triton_at_other_sizes(task, dims, tmp_path):
+    """The default, tuned, looped and templates compiles all take the dynamic dimensions; the kernel written is
+    all Triton and verified at three other sizes, as on the CPU."""
+    from model_server.backends.inductor import InductorBackend
+    from model_server.loop import convert
+    from verifier import VerifierPool
+
+    source = (DYNAMIC / task).read_text()
+    request = ConvertRequest(task=source, task_name=task[:-3], samples=4, rounds=1, trials=2, dynamic="auto")
+    with VerifierPool(size=2, device="cuda") as gpu:
+        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
+    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message[:300]) for a in outcome.attempts}
+    assert outcome.best is not None and outcome.best.policy == "strict", verdicts
+    assert outcome.best.dynamic == dims
+    assert "3 at other sizes along the dynamic dimensions" in outcome.best.report.message
+    assert outcome.kernel.splitlines()[1].startswith(f"# tritonize-dynamic: {dims} -- ")
