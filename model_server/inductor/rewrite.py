@@ -655,7 +655,8 @@ def _launch(call: ast.Call, kernel: Kernel) -> str:
         grid = args[-count:] if count else ["1"]
         args = args[: len(args) - count] if count else args
         if kernel.tile:
-            grid = [_retuned_grid(kernel, grid[0]), *grid[1:]]
+            bound = dict(zip((a.arg for a in kernel.function.args.args), args))
+            grid = [_retuned_grid(kernel, grid[0], bound), *grid[1:]]
     else:
         grid = GRIDS[kernel.grid_type](_GridSizes(kernel, args, kwargs))
     options = [f"{key}={value!r}" for key, value in kwargs.items()]
@@ -749,21 +750,70 @@ def _constexprs(function: ast.FunctionDef) -> dict[str, ast.AnnAssign]:
     }
 
 
-def _retuned_grid(kernel: Kernel, launched: str) -> str:
+def _retuned_grid(kernel: Kernel, launched: str, bound: dict[str, str]) -> str:
     """The program count of a retuned matmul template: one program per BLOCK_M x BLOCK_N output tile. The
-    launched count must be that of Inductor's tile, else the template is not one this knows how to retune."""
-    sizes = _fixed_sizes(kernel.function)
+    launched count must be that of Inductor's tile, else the template is not one this knows how to retune. A size
+    the template reads from an argument (`M = ks0`, where sizes are dynamic) is the launch's expression for it
+    (`bound`: parameter -> argument), and the count an expression of it; the launched count is then checked at a
+    few sizes."""
+    sizes = _template_sizes(kernel.function, bound)
     constexprs = kernel.template_launch["inductor_tile"]
-    if not {"M", "N"} <= sizes.keys() or not launched.isdigit():
+    if not {"M", "N"} <= sizes.keys():
         raise RewriteError(f"template `{kernel.name}` has no fixed M and N to retune")
-
-    def tiles(block_m: int, block_n: int) -> int:
-        return _cdiv(sizes["M"], block_m) * _cdiv(sizes["N"], block_n)
-
-    if tiles(constexprs["BLOCK_M"], constexprs["BLOCK_N"]) != int(launched):
-        raise RewriteError(f"template `{kernel.name}` does not launch one program per output tile")
     tile = {**constexprs, **{k: v for k, v in kernel.tile.items() if k in TILE_KEYS}}
-    return str(tiles(tile["BLOCK_M"], tile["BLOCK_N"]))
+    if all(isinstance(sizes[n], int) for n in "MN"):
+        if not launched.isdigit() or _tiles(sizes, constexprs) != int(launched):
+            raise RewriteError(f"template `{kernel.name}` does not launch one program per output tile")
+        return str(_tiles(sizes, tile))
+    for trial in (1, 7, 64, 1000):
+        values = {name: trial for name in sizes.values() if isinstance(name, str)}
+        fixed = {n: values.get(size, size) for n, size in sizes.items()}
+        if _evaluated(launched, values) != _tiles(fixed, constexprs):
+            raise RewriteError(f"template `{kernel.name}` does not launch one program per output tile")
+    blocks = [
+        str(_cdiv(size, tile[block])) if isinstance(size, int) else f"triton.cdiv({size}, {tile[block]})"
+        for size, block in ((sizes["M"], "BLOCK_M"), (sizes["N"], "BLOCK_N"))
+    ]
+    return " * ".join(blocks)
+
+
+def _tiles(sizes: dict, tile: dict) -> int:
+    return _cdiv(sizes["M"], tile["BLOCK_M"]) * _cdiv(sizes["N"], tile["BLOCK_N"])
+
+
+def _template_sizes(function: ast.FunctionDef, bound: dict[str, str]) -> dict[str, int | str]:
+    """M, N and K of a template: literals, or the launch's plain name for a size it takes as an argument."""
+    sizes: dict[str, int | str] = dict(_fixed_sizes(function))
+    for stmt in function.body:
+        name = _assigned_name(stmt)
+        if name in ("M", "N", "K") and isinstance(stmt.value, ast.Name) and stmt.value.id in bound:
+            argument = bound[stmt.value.id]
+            if argument.isidentifier():
+                sizes[name] = argument
+    return sizes
+
+
+def _evaluated(expression: str, values: dict[str, int]) -> int | None:
+    """The value of a launcher's size arithmetic at `values` (integers, + - * // %), else None."""
+    operators = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__}
+    operators[ast.Mod] = int.__mod__
+
+    def value(node: ast.AST) -> int | None:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            return values.get(node.id)
+        if isinstance(node, ast.BinOp) and type(node.op) in operators:
+            left, right = value(node.left), value(node.right)
+            if left is None or right is None or (right == 0 and isinstance(node.op, ast.FloorDiv | ast.Mod)):
+                return None
+            return operators[type(node.op)](left, right)
+        return None
+
+    try:
+        return value(ast.parse(expression, mode="eval").body)
+    except SyntaxError:
+        return None
 
 
 def _check_block_k(function: ast.FunctionDef, block_k: int) -> None:

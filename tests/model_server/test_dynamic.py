@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 
@@ -13,14 +14,16 @@ import torch
 
 from model_server.api import ConvertRequest
 from model_server.inductor.dynamic_guards import GuardError, dynamic_input_guards
+from model_server.inductor.rewrite import Variant, rewrite
 from tests.conftest import FIXTURES
+from verifier import Task, VerifierPool
 
 DYNAMIC = FIXTURES / "dynamic"
 ROOT = FIXTURES.parents[1]
 
 
-def _capture(task: str, spec: str) -> dict:
-    command = [sys.executable, "-m", "model_server.inductor.capture", str(DYNAMIC / task), "--device", "cpu"]
+def _capture(task: str, spec: str, *flags: str) -> dict:
+    command = [sys.executable, "-m", "model_server.inductor.capture", str(DYNAMIC / task), "--device", "cpu", *flags]
     done = subprocess.run([*command, "--dynamic", spec], capture_output=True, text=True, cwd=ROOT, timeout=300)
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -32,6 +35,19 @@ def test_auto_varies_what_the_task_lets_vary_and_records_what_the_code_assumes()
     assert dynamic["dims"] == {"a": [0]}
     assert "b.shape[0] == 48" in dynamic["guards"] and "a.shape[0] >= 1" in dynamic["guards"]
     assert "a.shape[0]" in captured["graph_inputs"]
+
+
+def test_a_matmul_template_with_a_dynamic_m_is_retuned_and_verifies_at_other_sizes(tmp_path):
+    """The template reads M from an argument (`M = ks0`): a retuned tile launches `cdiv(M, BLOCK_M)` programs of
+    the launch's M, checked against the count Inductor launched, and is correct at every other size."""
+    captured = _capture("matmul_task.py", "auto", "--templates", "--configs", "1")
+    tile = {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 8, "num_warps": 4, "num_stages": 2}
+    source = rewrite(captured, (DYNAMIC / "matmul_task.py").read_text(), "matmul_task", Variant("retuned", tile=tile))
+    assert re.search(r"_kernel_0\[\(triton\.cdiv\(s\d+, 64\) \* 1, 1, 1,\)\]", source), source
+    with VerifierPool(size=1, device="cpu") as pool:
+        report = pool.verify(Task.from_file(DYNAMIC / "matmul_task.py"), source, trials=2, dynamic="a:0")
+    assert report.verdict == "correct", report.message
+    assert "3 at other sizes along the dynamic dimensions" in report.message
 
 
 @pytest.mark.parametrize(
@@ -130,7 +146,6 @@ def test_on_a_gpu_every_compile_is_dynamic_and_the_chosen_kernel_is_all_triton_a
     all Triton and verified at three other sizes, as on the CPU."""
     from model_server.backends.inductor import InductorBackend
     from model_server.loop import convert
-    from verifier import VerifierPool
 
     source = (DYNAMIC / task).read_text()
     request = ConvertRequest(task=source, task_name=task[:-3], samples=4, rounds=1, trials=2, dynamic="auto")

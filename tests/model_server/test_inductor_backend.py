@@ -730,7 +730,8 @@ def test_on_a_gpu_pools_inductor_hands_to_aten_are_converted_to_verified_triton(
 @pytest.mark.slow
 def test_on_a_gpu_the_tuned_kernels_are_a_second_candidate_and_the_faster_is_chosen(tmp_path):
     """Cross-entropy at KernelBench's size, whose reductions coordinate-descent tuning speeds up (H100: 1.40x):
-    the tuned kernels and the default ones are both verified and timed, and the faster one is chosen."""
+    the tuned kernels and the default ones are both verified and timed, and the fastest correct candidate is
+    chosen (the looped reductions' one is among them: it was the fastest on an H200, 2026-11-28)."""
     task = ROOT / "benchmarks" / "tasks" / "published" / "cross_entropy.py"
     request = ConvertRequest(task=task.read_text(), task_name="cross_entropy", samples=4, rounds=1, trials=2)
     with VerifierPool(size=2, device="cuda") as gpu:
@@ -740,8 +741,9 @@ def test_on_a_gpu_the_tuned_kernels_are_a_second_candidate_and_the_faster_is_cho
     tuned, default = by_label.get(inductor.TUNED), by_label.get("Inductor's default kernels")
     assert tuned is not None and default is not None, verdicts
     assert tuned.report.verdict == default.report.verdict == "correct", verdicts
-    fastest = min((tuned, default), key=lambda a: a.report.timing["candidate_ms"])
-    assert outcome.best is not None and outcome.best.label == fastest.label
+    correct = [a for a in outcome.attempts if a.report.verdict == "correct" and a.policy == "strict"]
+    fastest = min(correct, key=lambda a: a.report.timing["candidate_ms"])
+    assert outcome.best is not None and outcome.best.label == fastest.label, verdicts
 
 
 @pytest.mark.parametrize(

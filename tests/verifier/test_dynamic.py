@@ -97,22 +97,22 @@ def test_a_size_one_input_is_strided_as_a_new_tensor():
     assert one.shape == (1, 1, 8) and one.stride() == (8, 8, 1)
 
 
-def test_the_resized_calls_come_after_the_task_s_own_trials_and_are_named():
+def test_the_resized_calls_come_after_the_task_s_own_trials_and_the_grad_call_and_are_named():
     task = Task.from_file(DYNAMIC / "relu_task.py")
     calls = _with_resized_calls(_calls([11, 12, 13, 14, 15]), "0", task, random.Random(1))
     labels = [c["label"] for c in calls]
     assert labels == [
         "trial 1",
         "trial 2",
+        "enable_grad call",
         "trial 3 (dynamic dims smaller: 0)",
         "trial 4 (dynamic dims larger: 0)",
         "trial 5 (dynamic dims one: 0)",
-        "enable_grad call",
         "trial 6 (inputs x4)",
         "trial 7 (inputs x0.25)",
         "trial 8 (inputs x-1)",
     ]
-    assert all(c["resize"]["dims"] == [[None, 0]] for c in calls[2:5])
+    assert all(c["resize"]["dims"] == [[None, 0]] for c in calls[3:6])
 
 
 def test_a_kernel_for_any_size_passes_at_the_other_sizes(pool):
@@ -132,8 +132,20 @@ def test_a_kernel_that_still_computes_the_example_s_rows_passes_alone_and_is_cau
 
 def test_a_specialised_kernel_asked_for_other_sizes_fails_with_its_own_words(pool):
     report = pool.verify(*pair(DYNAMIC / "relu_task.py", DYNAMIC / "relu_example_only.py"), seed=1, dynamic="x:0")
-    assert report.verdict == "runtime_error", report.message
-    assert "generated for shape (16, 64), got (9, 64)" in report.message
+    assert report.verdict == "incorrect", report.message
+    assert report.message.startswith("trial 3 (dynamic dims smaller: x:0): the candidate's forward failed there")
+    assert "ValueError: generated for shape (16, 64), got (9, 64)" in report.message
+
+
+def test_a_kernel_that_refuses_a_size_the_task_cannot_run_either_is_not_blamed(pool):
+    """A convolution's kernels refuse an input smaller than its filter, and so does the task: that size is
+    skipped. A size the task runs and the kernel refuses is its failure (the test above)."""
+    report = pool.verify(*pair(DYNAMIC / "few_rows_task.py", DYNAMIC / "relu_min_rows.py"), seed=1, dynamic="0")
+    assert report.verdict == "correct", report.message
+    assert "trial 5 (dynamic dims one: 0) skipped: the task's own forward failed there" in report.message
+    refused = pool.verify(*pair(DYNAMIC / "relu_task.py", DYNAMIC / "relu_min_rows.py"), seed=1, dynamic="0")
+    assert refused.verdict == "incorrect", refused.message
+    assert "trial 5 (dynamic dims one: 0): the candidate's forward failed there" in refused.message
 
 
 def test_the_spec_is_read_by_the_options_and_a_bad_one_is_refused_before_anything_runs(pool):
@@ -141,3 +153,16 @@ def test_the_spec_is_read_by_the_options_and_a_bad_one_is_refused_before_anythin
         pool.verify(*pair(DYNAMIC / "relu_task.py", DYNAMIC / "relu_any_size.py"), dynamic="x:")
     with pytest.raises(UsageError, match="names `z`"):
         pool.verify(*pair(DYNAMIC / "relu_task.py", DYNAMIC / "relu_any_size.py"), dynamic="z:0")
+
+
+def test_a_size_the_task_itself_cannot_run_is_skipped_and_said(pool):
+    report = pool.verify(*pair(DYNAMIC / "few_rows_task.py", DYNAMIC / "relu_any_size.py"), seed=1, dynamic="0")
+    assert report.verdict == "correct", report.message
+    assert "trial 5 (dynamic dims one: 0) skipped: the task's own forward failed there (ValueError)" in report.message
+
+
+def test_a_kernel_compared_at_fewer_than_two_other_sizes_is_not_shown_correct(pool):
+    report = pool.verify(*pair(DYNAMIC / "even_rows_task.py", DYNAMIC / "relu_any_size.py"), seed=1, dynamic="0")
+    assert report.verdict == "runtime_error", report.message
+    assert report.message.startswith("the kernel was compared at only 0 other size(s) along the dynamic dimensions 0")
+    assert "leave out the dimensions the task cannot vary" in report.message

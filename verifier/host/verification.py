@@ -39,6 +39,7 @@ from verifier.wire.messages import (
 )
 
 OUTPUT_LIMIT = 4000
+MIN_RESIZED = 2  # of the other sizes a dynamic kernel is verified at, the task must run at least this many
 SCALED_INPUTS = (4.0, 0.25, -1.0)  # factors of the task's floating-point inputs in the last trials (`_calls`)
 REFERENCE_CACHES = (".triton", ".cache")  # what the reference's scratch keeps between verifications
 CANDIDATE_MODULE = "candidate"
@@ -231,10 +232,14 @@ class Verification:
         if runtime or problems:
             self._finish("incorrect", said_once([f"{v['rule']}: {v['message']}" for v in runtime] + problems))
             return False
+        skipped = [_text(note, 200) for note in _listed(reference.get("skipped"))]
+        too_few = _too_few_resized(calls, skipped, self.opts.dynamic)
+        if too_few:
+            self._finish("runtime_error", too_few)
+            return False
         exact = comparison.get("notes") or []
         likewise = f" (likewise {len(exact) - 1} more times)" if len(exact) > 1 else ""
         closeness = f"; {exact[0]}{likewise}" if exact else ""
-        skipped = [_text(note, 200) for note in _listed(reference.get("skipped"))]
         closeness += "; " + "; ".join(skipped) if skipped else ""
         self._finish("correct", f"matches the reference on {_trials_said(calls)} plus an enable_grad call{closeness}")
         return True
@@ -591,7 +596,8 @@ def _calls(seeds: list[int]) -> list[Call]:
 
 def _with_resized_calls(calls: list[Call], spec_text: str, task: Task, seeder: random.Random) -> list[Call]:
     """`calls` with one call per other size of the dynamic dimensions (`verifier.dynamic.STEPS`), after the
-    task's own trials: the kernel must accept those sizes and compute them as the task does."""
+    task's own trials and the enable_grad call: the kernel must accept those sizes and compute them as the task
+    does (where the task itself cannot run one, it is skipped; `_too_few_resized` counts them)."""
     spec = parse_dynamic(spec_text)
     dims = dynamic_positions(spec_text, task.tree, task.origin)
     trials = sum(1 for c in calls if not c["grad"] and c.get("scale", 1.0) == 1.0)
@@ -604,9 +610,23 @@ def _with_resized_calls(calls: list[Call], spec_text: str, task: Task, seeder: r
         }
         for number, step in enumerate(STEPS, 1)
     ]
-    first_other = next((i for i, c in enumerate(calls) if c["grad"] or c.get("scale", 1.0) != 1.0), len(calls))
-    renumbered = [_renumbered(c, len(STEPS)) for c in calls[first_other:]]
-    return calls[:first_other] + resized + renumbered
+    # after the enable_grad call, as the scaled trials are: the task itself may be unable to run them
+    first_scaled = next((i for i, c in enumerate(calls) if c.get("scale", 1.0) != 1.0), len(calls))
+    renumbered = [_renumbered(c, len(STEPS)) for c in calls[first_scaled:]]
+    return calls[:first_scaled] + resized + renumbered
+
+
+def _too_few_resized(calls: list[Call], skipped: list[str], spec: str | None) -> str | None:
+    """Why the other sizes do not show a dynamic kernel correct: the task's own forward failed at more than one
+    of them (a convolution's input smaller than its kernel), so fewer than MIN_RESIZED were compared."""
+    resized = [c["label"] for c in calls if "resize" in c]
+    missed = [note for note in skipped if any(note.startswith(label + " ") for label in resized)]
+    if not resized or len(resized) - len(missed) >= MIN_RESIZED:
+        return None
+    return (
+        f"the kernel was compared at only {len(resized) - len(missed)} other size(s) along the dynamic dimensions "
+        f"{spec}, not {MIN_RESIZED}: {'; '.join(missed)}; leave out the dimensions the task cannot vary"
+    )
 
 
 def _renumbered(call: Call, shift: int) -> Call:

@@ -59,23 +59,24 @@ def run_reference(job: Job) -> ReferenceResult:
     skipped: list[str] = []
     compared, largest = 0, 0
     deadline = time.monotonic() + job["wait_seconds"]
-    lost: StageError | None = None  # a scaled trial's device-side assert: the GPU context is unusable from then on
+    lost: StageError | None = None  # an optional trial's device-side assert: the GPU context is unusable from then on
     try:
         for call in job["calls"]:
-            scaled = call.get("scale", 1.0) != 1.0
+            # trials at scaled inputs or other sizes: where the task itself cannot run them, they are skipped
+            optional = call.get("scale", 1.0) != 1.0 or "resize" in call
             if lost is not None:
-                if not scaled:
+                if not optional:
                     raise lost
-                skipped.append(f"{call['label']} skipped: the device was lost in an earlier scaled trial")
+                skipped.append(f"{call['label']} skipped: the device was lost in an earlier scaled or resized trial")
                 _discard_call(channel, deadline, largest)
                 continue
             inputs = stage("get_inputs", job["source"], lambda c=call: call_inputs(module, c, device))
             try:
                 with torch.no_grad():
-                    run = functools.partial(_forward, model, inputs, device, scaled)
+                    run = functools.partial(_forward, model, inputs, device, optional)
                     output = stage("forward", job["source"], run)
             except StageError as exc:
-                if not scaled:
+                if not optional:
                     raise
                 failure = type(exc.exc).__name__
                 skipped.append(f"{call['label']} skipped: the task's own forward failed there ({failure})")
@@ -94,19 +95,20 @@ def run_reference(job: Job) -> ReferenceResult:
                 )
             except UNTRUSTED_FRAME_ERRORS as exc:  # what the candidate's side sent does not make sense
                 raise ChannelClosed(f"{type(exc).__name__}: {exc}") from exc
-            if scaled and not _finite(ref_leaves):
+            if optional and not _finite(ref_leaves):
                 skipped.append(f"{call['label']} skipped: the task's own output is not finite there")
                 del output, ref_leaves, missed
                 continue
             if missed:
                 check.merge(_second_opinion(missed, model, module, call, device))
             del missed
-            if scaled:
+            if optional:
                 check.allclose_tolerance = None  # the benchmarks' harnesses judge their own inputs only
             comparison.merge(check)
             ref_fingerprint = _fingerprint_leaves(ref_leaves, channel.slot_bytes)
             previous = fingerprints[-1] if fingerprints else None
-            repeats = previous is not None and fingerprint == previous[0] and ref_fingerprint != previous[1]
+            repeats = previous is not None and fingerprint is not None and fingerprint == previous[0]
+            repeats = repeats and ref_fingerprint != previous[1]
             if repeats and call["label"].startswith("trial") and repeated is None:
                 repeated = f"{call['label']} returned exactly the previous trial's output although the inputs changed"
             fingerprints.append((fingerprint, ref_fingerprint))
@@ -138,11 +140,11 @@ def _finite(leaves: list) -> bool:
     return all(bool(torch.isfinite(x).all()) for x in leaves if isinstance(x, torch.Tensor) and x.is_floating_point())
 
 
-def _forward(model: torch.nn.Module, inputs: list, device: torch.device, scaled: bool) -> object:
-    """The task's forward; on scaled inputs also waited for, so that a device-side assert it trips (e.g. a
-    binary cross-entropy of inputs outside [0, 1]) surfaces here, as this trial's failure."""
+def _forward(model: torch.nn.Module, inputs: list, device: torch.device, optional: bool) -> object:
+    """The task's forward; on scaled or resized inputs also waited for, so that a device-side assert it trips (e.g.
+    a binary cross-entropy of inputs outside [0, 1]) surfaces here, as this trial's failure."""
     output = model(*inputs)
-    if scaled:
+    if optional:
         synchronize(device)
     return output
 
@@ -191,6 +193,11 @@ def _receive_call(
     it sent, and the leaves that missed only on the size of their errors (kept for a second opinion, left out
     of the comparison)."""
     header = _frame_header(channel, deadline)
+    if "failed" in header:  # the candidate raised where the task ran: nothing follows the header
+        failed = str(header["failed"])[:300]
+        failure = compare.Comparison(problems=[f"{label}: the candidate's forward failed there ({failed})"])
+        failure.allclose_tolerance = math.inf
+        return failure, None, []
     result = compare.Comparison(problems=compare.compare_structure(structure, header.get("structure"), label))
     cand_leaves = header["leaves"]
     ref_described = [describe(x) for x in ref_leaves]

@@ -118,11 +118,14 @@ class LeafInfo(TypedDict, total=False):
     value: object  # a leaf that is not a tensor: its value (numbers, booleans, None) or its repr
 
 
-class OutputsHeader(TypedDict):
-    """The JSON frame the candidate's job sends on the channel before each call's tensor bytes."""
+class OutputsHeader(TypedDict, total=False):
+    """The JSON frame the candidate's job sends on the channel before each call's tensor bytes. `failed`: a scaled
+    or resized call where the candidate's forward raised instead (no leaves follow); the reference forgives it
+    only where the task itself could not run that call."""
 
-    structure: object
-    leaves: list[LeafInfo]
+    structure: Required[object]
+    leaves: Required[list[LeafInfo]]
+    failed: str
 
 
 class TimingSample(TypedDict):
