@@ -78,8 +78,8 @@ def _add_convert(subparsers: argparse._SubParsersAction) -> None:
         metavar="SPEC",
         help="write a kernel that accepts other sizes along these dimensions of forward's tensor inputs, verified "
         "at the example sizes and three others: alone or `auto`, every dimension but the innermost that the task "
-        "lets vary; `0`, dimension 0 of each input; `x:0,y:1`, those of the named arguments (default: the kernel "
-        "is specialised to the example's sizes)",
+        "lets vary; `0`, dimension 0 of each input; `x:0,y:1`, those of the named arguments; without it the kernel "
+        "is specialised to the example's sizes (default: off)",
     )
     add_timeout_option(convert)
     convert.set_defaults(run=_run_convert)

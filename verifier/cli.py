@@ -136,7 +136,7 @@ def _add_verify(subparsers: argparse._SubParsersAction) -> None:
         metavar="SPEC",
         help="also verify at three other sizes along these dimensions of forward's tensor inputs: `auto` (all but "
         "the innermost), `0` (dimension 0 of each), `x:0,y:1`; `tritonize convert --dynamic` writes the dimensions "
-        "its kernel accepts as a `# tritonize-dynamic` line (default: that line's, else none)",
+        "its kernel accepts as a `# tritonize-dynamic` line (default: that line's dimensions, else none)",
     )
     verify.add_argument(
         "--sanitize",

@@ -1,5 +1,5 @@
-"""Dynamic dimensions: which input sizes a kernel must accept besides the example's, and the other sizes it is
-verified at.
+"""Dynamic dimensions: which input sizes a kernel must accept besides the example's (the other sizes it is then
+verified at are `verifier.wire.resize`'s).
 
 A spec is `auto` (every dimension of every tensor input but the innermost) or a comma-separated list of items,
 each `D` (dimension D of every tensor input that has it) or `NAME:D` (dimension D of `forward`'s argument NAME);
@@ -20,9 +20,6 @@ LINE = re.compile(r"^# tritonize-dynamic: (\S+)", re.MULTILINE)
 LINES_READ = 5
 ITEM = re.compile(r"(?:([A-Za-z_]\w*):)?(-?\d+)")
 MAX_ITEMS = 64
-# The other sizes a dynamic dimension of example size n is verified at: about half (odd, so masks are exercised),
-# about one and a half times, and 1 (a batch of one, where broadcasting rules differ). Never n itself, never 0.
-STEPS = ("smaller", "larger", "one")
 
 
 @dataclass(frozen=True)
@@ -97,13 +94,3 @@ def positions(spec: DynamicSpec, parameters: list[str], origin: str) -> list[lis
             raise UsageError(f"the dynamic spec names `{name}`, but {origin}'s Model.forward takes {taken}")
         resolved.append([parameters.index(name), dim])
     return resolved
-
-
-def other_size(size: int, step: str) -> int:
-    """The size a dynamic dimension of example size `size` takes in a call of `step` (see STEPS)."""
-    if step == "one":
-        return 1
-    if step == "smaller":
-        smaller = size // 2 + (1 - size // 2 % 2)
-        return smaller if 2 <= smaller < size else size + 3
-    return size + size // 2 + 1

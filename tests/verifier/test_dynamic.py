@@ -12,9 +12,10 @@ import torch
 from tests.conftest import FIXTURES
 from tests.sources import pair
 from verifier import Task, UsageError, VerifierPool
-from verifier.dynamic import declared_dynamic, dynamic_line, dynamic_positions, other_size, parse_dynamic
+from verifier.dynamic import declared_dynamic, dynamic_line, dynamic_positions, parse_dynamic
 from verifier.host.verification import _calls, _with_resized_calls
 from verifier.sandbox.task_code import call_inputs
+from verifier.wire.resize import other_size
 
 DYNAMIC = FIXTURES / "dynamic"
 

@@ -103,7 +103,10 @@ def test_a_device_side_assert_in_a_scaled_trial_is_not_the_candidate_s_fault(tmp
         honest = gpu.verify(*pair(SCALED / "bce_task.py", SCALED / "bce_ok.py"), trials=5, seed=1, timing=False)
         assert honest.verdict == "correct", honest.message
         assert "trial 3 (inputs x4) skipped: the task's own forward failed there" in honest.message
-        assert "trial 4 (inputs x0.25) skipped: the device was lost in an earlier scaled or resized trial" in honest.message
+        assert (
+            "trial 4 (inputs x0.25) skipped: the device was lost in an earlier scaled or resized trial"
+            in honest.message
+        )
         wrong_kernel = tmp_path / "bce_wrong.py"
         wrong_kernel.write_text((SCALED / "bce_ok.py").read_text().replace("(1.0 - t) * log_q", "t * log_q"))
         wrong = gpu.verify(*pair(SCALED / "bce_task.py", wrong_kernel), trials=5, seed=1, timing=False)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifier.audit.anti_hacking import check_candidate
-from verifier.dynamic import STEPS, dynamic_positions, parse_dynamic
+from verifier.dynamic import dynamic_positions, parse_dynamic
 from verifier.errors import TaskError, UsageError
 from verifier.host import gpu_lock, sanitizer
 from verifier.host.zygote_handle import JobOutcome, ZygoteHandle, start_all
@@ -37,6 +37,7 @@ from verifier.wire.messages import (
     ReferenceResult,
     Violation,
 )
+from verifier.wire.resize import STEPS
 
 OUTPUT_LIMIT = 4000
 MIN_RESIZED = 2  # of the other sizes a dynamic kernel is verified at, the task must run at least this many
@@ -595,7 +596,7 @@ def _calls(seeds: list[int]) -> list[Call]:
 
 
 def _with_resized_calls(calls: list[Call], spec_text: str, task: Task, seeder: random.Random) -> list[Call]:
-    """`calls` with one call per other size of the dynamic dimensions (`verifier.dynamic.STEPS`), after the
+    """`calls` with one call per other size of the dynamic dimensions (`verifier.wire.resize.STEPS`), after the
     task's own trials and the enable_grad call: the kernel must accept those sizes and compute them as the task
     does (where the task itself cannot run one, it is skipped; `_too_few_resized` counts them)."""
     spec = parse_dynamic(spec_text)

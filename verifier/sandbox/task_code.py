@@ -17,9 +17,9 @@ from types import ModuleType
 
 import torch
 
-from verifier.dynamic import other_size
 from verifier.wire.channel import Channel
 from verifier.wire.messages import Call, Job, StageFailure, Violation
+from verifier.wire.resize import other_size
 
 GC_COLLECT = gc.collect
 TASK_INPUTS_MODULE = "tritonize_task_inputs"
