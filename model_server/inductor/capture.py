@@ -208,7 +208,7 @@ def capture(
                     compiled(*inputs)
             except Exception as exc:
                 if not _caused_by(exc, _Captured):
-                    raise CaptureError(_compile_failure(exc, spec is not None)) from exc
+                    raise CaptureError(f"torch.compile failed: {_first_line(exc)}") from exc
         if not codes:
             raise CaptureError("Inductor produced no code for this task")
     wrapper = codes[-1]
@@ -266,8 +266,8 @@ def _parsed_spec(dynamic: str | None):
 
 def _mark_dynamic(spec, names: list[str], inputs: list) -> None:
     """Mark the spec's dimensions of forward's tensor arguments for Dynamo: `auto` ones where they can vary (the
-    compile keeps a dimension the code fixes at its size), named ones without exception (the compile fails where
-    the code fixes one). A named dimension an argument lacks, or of size 0 or 1, is an error here."""
+    compile keeps a dimension the code fixes at its size), the others as dynamic (`_check_varied` then names any the
+    code fixed). A named dimension an argument lacks, or of size 0 or 1, is an error here."""
     import torch
 
     tensors = {name: value for name, value in zip(names, inputs) if isinstance(value, torch.Tensor)}
@@ -350,7 +350,8 @@ def _dynamic_sizes(example_inputs) -> dict:
 def _sizes_assumed(example_inputs) -> dict:
     """What a dynamic compile assumes of its sizes: the dimensions that did vary (`dims`: argument name -> its
     dimensions), and the conditions the code holds under (`guards`: Python comparisons over `x.shape[d]`): sizes
-    that must be equal, the bounds of 32-bit indexing, sizes of at least 2."""
+    that must be equal, the bounds of 32-bit indexing, sizes of at least 1; and which argument's size each of
+    Inductor's size variables is (`symbols`)."""
     import sympy
     from torch._guards import detect_fake_mode
     from torch.utils._sympy.printers import PythonPrinter
@@ -397,32 +398,6 @@ def _source_text(source) -> str | None:
     name = source.name() if callable(getattr(source, "name", None)) else getattr(source, "name", None)
     found = re.fullmatch(r"L\['(\w+)'\]\.size\(\)\[(\d+)\]", name or "")
     return f"{found.group(1)}.shape[{found.group(2)}]" if found else None
-
-
-def _compile_failure(exc: BaseException, dynamic: bool) -> str:
-    """Why torch.compile failed; where sizes are dynamic and a marked dimension had to be fixed, which one."""
-    found = _caused_by_type_named(exc, "ConstraintViolationError")
-    if dynamic and found is not None:
-        fixed = re.findall(r"L\['(\w+)'\]\.size\(\)\[(\d+)\]", str(found))
-        named = ", ".join(dict.fromkeys(f"dimension {d} of `{n}`" for n, d in fixed)) or "a marked dimension"
-        reason = str(found).strip().splitlines()
-        detail = next((line.strip() for line in reason if "specialized" in line or "Not all values" in line), "")
-        return (
-            f"--dynamic: {named} cannot vary: the task's code fixes its size"
-            + (f" ({detail[:300]})" if detail else "")
-            + "; leave it out of --dynamic"
-        )
-    return f"torch.compile failed: {_first_line(exc)}"
-
-
-def _caused_by_type_named(exc: BaseException, name: str) -> BaseException | None:
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if type(exc).__name__ == name:
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
 
 
 def _constructor_arguments(model_class: type, values: list) -> dict[str, str | None]:

@@ -167,3 +167,11 @@ def test_a_kernel_compared_at_fewer_than_two_other_sizes_is_not_shown_correct(po
     assert report.verdict == "runtime_error", report.message
     assert report.message.startswith("the kernel was compared at only 0 other size(s) along the dynamic dimensions 0")
     assert "leave out the dimensions the task cannot vary" in report.message
+
+
+def test_a_refusal_where_the_task_fails_too_does_not_hide_what_forward_did_before_it(pool):
+    """The forgiven call is still watched: a write into its input before the refusal is flagged."""
+    task_and_kernel = pair(DYNAMIC / "few_rows_task.py", DYNAMIC / "relu_min_rows_writes_input.py")
+    report = pool.verify(*task_and_kernel, seed=1, dynamic="0")
+    assert report.verdict != "correct" and report.reward == 0.0, report.message
+    assert any(v["rule"] == "TRI354" for v in report.violations), report.violations

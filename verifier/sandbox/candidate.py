@@ -167,7 +167,11 @@ def _run_calls(
             if not _optional(call):
                 raise
             # the task may be unable to run this call too (an input smaller than its convolution's kernel), and
-            # only the reference knows: it is told, and judges
+            # only the reference knows: it is told, and judges; what forward did before it raised is still checked
+            for damage in guards.damage():
+                watch.flag("TRI358", f"forward accessed memory outside its buffers: {damage}")
+            _check_inputs(watch, before, on_device)
+            watch.check_environment()
             channel.send_json({"structure": None, "leaves": [], "failed": _failure_text(exc)})
             del on_device, before
             continue
