@@ -127,7 +127,7 @@ async def verify(session: Session, args: dict[str, Any]) -> dict[str, Any]:
             snapshot.source,
             trials=settings.trials,
             policy=settings.policy,
-            dynamic=declared_dynamic(snapshot.source),
+            dynamic=declared_dynamic(snapshot.source, first_lines=None),
         )
     verdict = result.get("verdict")
     passed = passes(verdict, result.get("reward", 0), result.get("policy", "strict"))

@@ -54,9 +54,10 @@ def parse_dynamic(text: str) -> DynamicSpec:
     return DynamicSpec(auto=False, dims=tuple(dict.fromkeys(dims)))
 
 
-def declared_dynamic(source: str) -> str | None:
-    """The spec a kernel's `# tritonize-dynamic:` line names, among its first lines; None without one."""
-    found = LINE.search("\n".join(source.splitlines()[:LINES_READ]))
+def declared_dynamic(source: str, first_lines: int | None = LINES_READ) -> str | None:
+    """The spec a kernel's `# tritonize-dynamic:` line names, among its first lines (`first_lines` None: anywhere,
+    for a kernel the editor placed in the task's own file); None without one."""
+    found = LINE.search("\n".join(source.splitlines()[:first_lines]))
     return found.group(1) if found else None
 
 

@@ -766,7 +766,8 @@ def _retuned_grid(kernel: Kernel, launched: str, bound: dict[str, str]) -> str:
             raise RewriteError(f"template `{kernel.name}` does not launch one program per output tile")
         return str(_tiles(sizes, tile))
     for trial in (1, 7, 64, 1000):
-        values = {name: trial for name in sizes.values() if isinstance(name, str)}
+        named = dict.fromkeys(size for size in sizes.values() if isinstance(size, str))
+        values = {name: trial + 3 * number for number, name in enumerate(named)}
         fixed = {n: values.get(size, size) for n, size in sizes.items()}
         if _evaluated(launched, values) != _tiles(fixed, constexprs):
             raise RewriteError(f"template `{kernel.name}` does not launch one program per output tile")

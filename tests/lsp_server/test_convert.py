@@ -143,6 +143,25 @@ async def test_convert_a_module_writes_a_verified_kernel_file_and_shows_it(clien
 
 @pytest.mark.slow
 @pytest.mark.asyncio
+async def test_the_dynamic_setting_converts_for_any_batch_and_the_kernel_says_so(client: LanguageClient, tmp_path):
+    client.set_configuration("0", section="tritonize.dynamic")
+    uri = await _open(client, tmp_path / "layernorm_gelu.py", TASK)
+    action = (await _actions(client, uri, TASK.splitlines().index("class Model(nn.Module):")))[
+        "Convert Model to Triton"
+    ]
+    result = await _run(client, action.command)
+    assert result["status"] == "applied", result
+    assert "3 at other sizes along the dynamic dimensions" in result["report"]["message"]
+    if client.name == "visual_studio_code":
+        [edit] = client.applied
+        text = edit.document_changes[1].edits[0].new_text
+    else:
+        text = (tmp_path / "layernorm_gelu_triton.py").read_text()
+    assert "# tritonize-dynamic: x:0 -- " in "".join(text.splitlines(keepends=True)[:5])  # where verify reads it
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
 async def test_convert_a_function_below_after_a_preview_then_verify_it(client: LanguageClient, tmp_path):
     client.set_configuration("below", section="tritonize.placement")
     text = FUNCTION + "\n\ndef get_inputs():\n    return [torch.randn(8, 64), torch.randn(8, 64)]\n"

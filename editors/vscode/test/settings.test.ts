@@ -40,6 +40,7 @@ describe("serverSettings", () => {
       trials: 5,
       placement: "new_file",
       policy: "strict",
+      dynamic: null,
       target: null,
       compileOnSave: true,
       codeLens: true,
