@@ -209,10 +209,8 @@ async def test_a_finding_that_refuses_a_candidate_is_never_offered_a_noqa(client
 
 def test_the_server_starts_without_importing_torch():
     code = "import sys, lsp_server.server; print('torch' in sys.modules)"
-    started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr
-    assert time.perf_counter() - started < 5
 
 
 COMPILES = """import torch
