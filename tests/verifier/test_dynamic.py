@@ -175,3 +175,11 @@ def test_a_refusal_where_the_task_fails_too_does_not_hide_what_forward_did_befor
     report = pool.verify(*task_and_kernel, seed=1, dynamic="0")
     assert report.verdict != "correct" and report.reward == 0.0, report.message
     assert any(v["rule"] == "TRI354" for v in report.violations), report.violations
+
+
+def test_inputs_whose_sizes_depend_on_the_seed_cannot_be_grown_and_say_so():
+    module = _task(lambda: [torch.randn(int(torch.randint(8, 12, ())), 4)])
+    resize = {"dims": [[0, 0]], "auto": False, "step": "larger"}
+    with pytest.raises(ValueError, match=r"its sizes must not depend on the seed"):
+        for seed in range(20):  # some pair of draws differs in size
+            call_inputs(module, {"seed": seed, "grad": False, "label": "t", "resize": resize}, torch.device("cpu"))

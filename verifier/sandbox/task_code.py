@@ -161,8 +161,15 @@ def _resized(value: object, draws: list, dims: list[int], step: str) -> object:
     """`value` at the other sizes of `step` along `dims`, with fresh values where it grows (from the extra `draws`
     of the same input: repeating its own values would hide a kernel that still indexes by the example's size), and
     its dimensions in the same memory order (a transposed input stays transposed)."""
-    if not dims or any(not isinstance(d, torch.Tensor) or d.shape != value.shape for d in draws):
+    if not dims:
         return value
+    for draw in draws:
+        if not isinstance(draw, torch.Tensor) or draw.shape != value.shape:
+            shape = tuple(draw.shape) if isinstance(draw, torch.Tensor) else type(draw).__name__
+            raise ValueError(
+                f"get_inputs() drew an input of shape {tuple(value.shape)}, then {shape} from another seed: to verify "
+                "other sizes, its sizes must not depend on the seed"
+            )
     order = sorted(range(value.dim()), key=lambda d: -value.stride(d))
     sources = [d.permute(order) for d in draws]
     for dim in dims:
