@@ -4,6 +4,9 @@ example's sizes cannot: a kernel that accepts any shape but still computes the e
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+import time
 import types
 
 import pytest
@@ -14,7 +17,9 @@ from tests.sources import pair
 from verifier import Task, UsageError, VerifierPool
 from verifier.dynamic import declared_dynamic, dynamic_line, dynamic_positions, parse_dynamic
 from verifier.host.verification import _calls, _with_resized_calls
+from verifier.sandbox.reference import _receive_call
 from verifier.sandbox.task_code import call_inputs
+from verifier.wire.channel import Channel
 from verifier.wire.resize import other_size
 
 DYNAMIC = FIXTURES / "dynamic"
@@ -183,3 +188,26 @@ def test_inputs_whose_sizes_depend_on_the_seed_cannot_be_grown_and_say_so():
     with pytest.raises(ValueError, match=r"its sizes must not depend on the seed"):
         for seed in range(20):  # some pair of draws differs in size
             call_inputs(module, {"seed": seed, "grad": False, "label": "t", "resize": resize}, torch.device("cpu"))
+
+
+FORGER = """
+import sys, torch
+from verifier.wire.channel import Channel
+channel = Channel(int(sys.argv[1]))
+channel.send_json({"structure": None, "leaves": [], "failed": "ValueError: not my size"})
+"""
+
+
+def test_a_forged_failed_frame_where_the_task_ran_is_the_candidate_s_failure():
+    """The candidate's process is hostile and may send a `failed` frame for any call, from its own code rather than
+    the harness: where the reference computed the task's output, that frame is a failure, never a skip."""
+    channel = Channel.create(1024)
+    writer = subprocess.Popen([sys.executable, "-c", FORGER, str(channel.fd)], pass_fds=[channel.fd])
+    structure = {"kind": "leaf", "index": 0}
+    check, fingerprint, missed = _receive_call(
+        channel, "trial 1", structure, [torch.ones(4)], {}, torch.device("cpu"), time.monotonic() + 60
+    )
+    assert writer.wait(timeout=60) == 0
+    channel.close()
+    assert check.problems == ["trial 1: the candidate's forward failed there (ValueError: not my size)"]
+    assert fingerprint is None and missed == []
