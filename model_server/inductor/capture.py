@@ -267,15 +267,44 @@ def _parsed_spec(dynamic: str | None):
 def _mark_dynamic(spec, names: list[str], inputs: list) -> None:
     """Mark the spec's dimensions of forward's tensor arguments for Dynamo: `auto` ones where they can vary (the
     compile keeps a dimension the code fixes at its size), the others as dynamic (`_check_varied` then names any the
-    code fixed). A named dimension an argument lacks, or of size 0 or 1, is an error here."""
+    code fixed)."""
+    import torch
+
+    if spec.auto:
+        for value in inputs:
+            if isinstance(value, torch.Tensor):
+                for dim in range(value.dim() - 1):
+                    if value.shape[dim] >= 2:
+                        torch._dynamo.maybe_mark_dynamic(value, dim)
+    for _, value, dim, _ in _spec_dims(spec, names, inputs):
+        torch._dynamo.mark_dynamic(value, dim)
+
+
+def _check_varied(spec, names: list[str], inputs: list, varied: dict[str, list[int]]) -> None:
+    """A CaptureError naming each dimension the spec names that the compile fixed (the task's code needs that
+    size), or saying that none varied."""
+    fixed = [
+        f"dimension {written} of `{name}`"
+        for name, _, dim, written in _spec_dims(spec, names, inputs)
+        if dim not in varied.get(name, [])
+    ]
+    if fixed:
+        raise CaptureError(
+            f"--dynamic {spec}: {', '.join(fixed)} cannot vary: the task's code fixes "
+            f"{'its size' if len(fixed) == 1 else 'their sizes'}; leave {'it' if len(fixed) == 1 else 'them'} out"
+        )
+    if not varied:
+        raise CaptureError(f"--dynamic {spec}: no dimension can vary: the task's code fixes the size of every one")
+
+
+def _spec_dims(spec, names: list[str], inputs: list):
+    """(argument, tensor, dimension counted from 0, dimension as the spec wrote it) for each dimension the spec's
+    items select. An item for every input passes over those that lack the dimension or have it at size 0 or 1
+    (which cannot vary); an item naming an argument that is no tensor, lacks the dimension or has it at size 0 or 1
+    is a CaptureError."""
     import torch
 
     tensors = {name: value for name, value in zip(names, inputs) if isinstance(value, torch.Tensor)}
-    for value in tensors.values():
-        if spec.auto:
-            for dim in range(value.dim() - 1):
-                if value.shape[dim] >= 2:
-                    torch._dynamo.maybe_mark_dynamic(value, dim)
     for named, dim in spec.dims:
         if named is not None and named not in tensors:
             taken = ", ".join(tensors) or "none"
@@ -288,36 +317,13 @@ def _mark_dynamic(spec, names: list[str], inputs: list) -> None:
                     continue
                 raise CaptureError(f"--dynamic {named}:{dim}: `{name}` has {value.dim()} dimensions")
             if value.shape[dim] < 2 and named is None:
-                continue  # every input's dimension D: those of size 0 or 1 cannot vary and are left fixed
+                continue
             if value.shape[dim] < 2:
                 raise CaptureError(
                     f"--dynamic: dimension {dim} of `{name}` has size {value.shape[dim]} in the example inputs; a size "
                     "of 0 or 1 is fixed by the compiler: make the example larger along it"
                 )
-            torch._dynamo.mark_dynamic(value, dim)
-
-
-def _check_varied(spec, names: list[str], inputs: list, varied: dict[str, list[int]]) -> None:
-    """A CaptureError naming each dimension the spec names that the compile fixed (the task's code needs that
-    size), or saying that none varied."""
-    import torch
-
-    fixed = []
-    for named, dim in spec.dims:
-        for name, value in zip(names, inputs):
-            if named not in (None, name) or not isinstance(value, torch.Tensor):
-                continue
-            if not -value.dim() <= dim < value.dim() or (named is None and value.shape[dim] < 2):
-                continue
-            if dim % value.dim() not in varied.get(name, []):
-                fixed.append(f"dimension {dim} of `{name}`")
-    if fixed:
-        raise CaptureError(
-            f"--dynamic {spec}: {', '.join(fixed)} cannot vary: the task's code fixes "
-            f"{'its size' if len(fixed) == 1 else 'their sizes'}; leave {'it' if len(fixed) == 1 else 'them'} out"
-        )
-    if not varied:
-        raise CaptureError(f"--dynamic {spec}: no dimension can vary: the task's code fixes the size of every one")
+            yield name, value, dim % value.dim(), dim
 
 
 @contextlib.contextmanager
@@ -364,11 +370,11 @@ def _sizes_assumed(example_inputs) -> dict:
     for symbol, found in shape_env.var_to_sources.items():
         text = _source_text(found[0]) if found else None
         sources[symbol] = text
+    varied = [s for s, text in sources.items() if text is not None and not shape_env.simplify(s).is_number]
     dims: dict[str, list[int]] = {}
-    for symbol, text in sources.items():
-        if text is not None and not shape_env.simplify(symbol).is_number:
-            name, dim = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", text).groups()
-            dims.setdefault(name, []).append(int(dim))
+    for symbol in varied:
+        name, dim = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", sources[symbol]).groups()
+        dims.setdefault(name, []).append(int(dim))
     printer = PythonPrinter()
     guards = []
     for guard in shape_env.guards:
@@ -378,13 +384,12 @@ def _sizes_assumed(example_inputs) -> dict:
             raise CaptureError(f"--dynamic: the code assumes `{expr}` of sizes it cannot name")
         named = {s: sympy.Symbol(sources[s], integer=True, positive=True) for s in expr.free_symbols}
         guards.append(printer.doprint(expr.xreplace(named)))
-    for symbol, text in sources.items():
-        if text is not None and not shape_env.simplify(symbol).is_number:
-            bounds = shape_env.var_to_range.get(symbol)
-            lower = int(bounds.lower) if bounds is not None and bounds.lower.is_Integer else 0
-            guards.append(f"{text} >= {max(lower, 1)}")  # an empty input is never verified
-            if bounds is not None and bounds.upper.is_Integer:
-                guards.append(f"{text} <= {int(bounds.upper)}")
+    for symbol in varied:
+        bounds = shape_env.var_to_range.get(symbol)
+        lower = int(bounds.lower) if bounds is not None and bounds.lower.is_Integer else 0
+        guards.append(f"{sources[symbol]} >= {max(lower, 1)}")  # an empty input is never verified
+        if bounds is not None and bounds.upper.is_Integer:
+            guards.append(f"{sources[symbol]} <= {int(bounds.upper)}")
     symbols = {str(symbol): text for symbol, text in sources.items() if text is not None}
     return {
         "dims": {name: sorted(d) for name, d in dims.items()},

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifier.audit.anti_hacking import check_candidate
-from verifier.dynamic import dynamic_positions, parse_dynamic
+from verifier.dynamic import forward_parameters, parse_dynamic, positions
 from verifier.errors import TaskError, UsageError
 from verifier.host import gpu_lock, sanitizer
 from verifier.host.zygote_handle import JobOutcome, ZygoteHandle, start_all
@@ -600,7 +600,7 @@ def _with_resized_calls(calls: list[Call], spec_text: str, task: Task, seeder: r
     task's own trials and the enable_grad call: the kernel must accept those sizes and compute them as the task
     does (where the task itself cannot run one, it is skipped; `_too_few_resized` counts them)."""
     spec = parse_dynamic(spec_text)
-    dims = dynamic_positions(spec_text, task.tree, task.origin)
+    dims = positions(spec, forward_parameters(task.tree), task.origin)
     trials = sum(1 for c in calls if not c["grad"] and c.get("scale", 1.0) == 1.0)
     resized: list[Call] = [
         {

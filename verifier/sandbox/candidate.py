@@ -36,6 +36,7 @@ from verifier.sandbox.task_code import (
     load_module,
     load_task,
     open_channel,
+    optional_call,
     short,
     stage,
     synchronize,
@@ -164,20 +165,18 @@ def _run_calls(
                 output = stage("forward", job["source"], lambda args=on_device: model(*args))
                 stage("forward", job["source"], lambda: synchronize(device))
         except StageError as exc:
-            if not _optional(call):
+            if not optional_call(call):
                 raise
             # the task may be unable to run this call too (an input smaller than its convolution's kernel), and
             # only the reference knows: it is told, and judges; what forward did before it raised is still checked
-            for damage in guards.damage():
-                watch.flag("TRI358", f"forward accessed memory outside its buffers: {damage}")
+            _check_damage(watch, guards)
             _check_inputs(watch, before, on_device)
             watch.check_environment()
             channel.send_json({"structure": None, "leaves": [], "failed": _failure_text(exc)})
             del on_device, before
             continue
         watch.note_work(call["label"])
-        for damage in guards.damage():
-            watch.flag("TRI358", f"forward accessed memory outside its buffers: {damage}")
+        _check_damage(watch, guards)
         launches.append(watch.launches.count)
         _check_launch(watch, grad_mode, stream)
         _check_inputs(watch, before, on_device)
@@ -306,9 +305,9 @@ def sanitized_candidate(job: Job) -> dict:
     return {"ok": True}
 
 
-def _optional(call: dict) -> bool:
-    """A call at scaled inputs or other sizes: one the task itself may be unable to run."""
-    return call.get("scale", 1.0) != 1.0 or "resize" in call
+def _check_damage(watch: Watch, guards: Guards) -> None:
+    for damage in guards.damage():
+        watch.flag("TRI358", f"forward accessed memory outside its buffers: {damage}")
 
 
 def _failure_text(exc: StageError) -> str:

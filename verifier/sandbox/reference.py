@@ -30,6 +30,7 @@ from verifier.sandbox.task_code import (
     load_task,
     nbytes,
     open_channel,
+    optional_call,
     short,
     stage,
     synchronize,
@@ -62,8 +63,7 @@ def run_reference(job: Job) -> ReferenceResult:
     lost: StageError | None = None  # an optional trial's device-side assert: the GPU context is unusable from then on
     try:
         for call in job["calls"]:
-            # trials at scaled inputs or other sizes: where the task itself cannot run them, they are skipped
-            optional = call.get("scale", 1.0) != 1.0 or "resize" in call
+            optional = optional_call(call)
             if lost is not None:
                 if not optional:
                     raise lost

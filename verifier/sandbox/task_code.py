@@ -132,6 +132,11 @@ def load_task(source_file: str, name: str, seed: int) -> ModuleType:
     return load_module(source_file, name)
 
 
+def optional_call(call: Call) -> bool:
+    """A call at scaled inputs or other sizes: one the task itself may be unable to run, skipped where it cannot."""
+    return call.get("scale", 1.0) != 1.0 or "resize" in call
+
+
 def call_inputs(module: ModuleType, call: Call, device: torch.device) -> list:
     """The inputs of one of a job's calls: its seed's, scaled or resized as the call says."""
     inputs = trial_inputs(module, call["seed"], device, call.get("scale", 1.0))
