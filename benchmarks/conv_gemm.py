@@ -2,10 +2,10 @@
 
 For each convolution (channels first and channels last, the layout Inductor's default compile hands cuDNN), it
 times cuDNN with TF32 off (what the verifier's baselines run) and the kernel of `model_server/inductor/conv_gemm.py`
-at each tile and precision, checks each output against a float64 convolution of the first images, and prints a
-table: milliseconds, the ratio to cuDNN, the max error. Needs a GPU.
+(`conv_transpose_gemm.py` for a transposed one) at each tile and precision, checks each output against a float64
+convolution of the first images, and prints a table: milliseconds, the ratio to cuDNN, the max error. Needs a GPU.
 
-    python benchmarks/conv_gemm.py [--only NAME ...] [--json OUT]
+    python benchmarks/conv_gemm.py [--only NAME ...] [--layouts first last] [--json OUT]
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import torch.nn.functional as F
 import triton.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from model_server.inductor.conv_gemm import ConvSpec, grid, kernel_source
+from model_server.inductor import conv_gemm, conv_transpose_gemm
+from model_server.inductor.conv_gemm import ConvSpec
 
-# name: (input size, out channels, kernel, stride, padding, dilation, groups)
+# name: (input size, out channels, kernel, stride, padding, dilation, groups[, output padding if transposed])
 CONVOLUTIONS = {
     "kb-l1-55": ((8, 64, 512, 1024), 128, 3, 1, 0, 1, 1),
     "kb-l2-31": ((128, 64, 128, 128), 128, 3, 1, 0, 1, 1),
@@ -35,6 +36,13 @@ CONVOLUTIONS = {
     "kb-l2-90-3d": ((128, 8, 16, 64, 64), 64, 3, 1, 0, 1, 1),
     "kb-l1-50-alexnet": ((256, 3, 224, 224), 96, 11, 4, 2, 1, 1),
     "published-conv2d": ((16, 16, 1024, 1024), 128, 3, 1, 0, 1, 1),
+    "kb-l2-100-transposed-3d": ((16, 64, 24, 48, 48), 128, 3, 2, 1, 1, 1, 0),
+    "kb-l1-57-transposed": ((8, 64, 1024, 1024), 64, 3, 1, 0, 1, 1, 0),
+    "kb-l1-64-transposed-1d": ((64, 128, 65536), 128, 3, 1, 0, 1, 1, 0),
+    "kb-l1-61-transposed-3d": ((8, 48, 64, 64, 64), 48, 3, 1, 0, 1, 1, 0),
+    "kb-l1-73-transposed-3d-grouped": ((4, 32, 32, 64, 128), 32, 3, 2, 1, 1, 4, 0),
+    "kb-l1-77-transposed-3d-dilated": ((16, 32, 16, 32, 32), 64, 3, 2, 1, 2, 1, 0),
+    "kb-l1-74-transposed-1d-dilated": ((32, 32, 131072), 64, 5, 1, 0, 3, 1, 0),
 }
 TILES = [
     ("tf32x3", {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3}),
@@ -50,6 +58,9 @@ TILES = [
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="names of the convolutions to run (default: all)")
+    parser.add_argument(
+        "--layouts", nargs="+", choices=["first", "last"], default=["first", "last"], help="channels first or last"
+    )
     parser.add_argument("--json", type=Path, help="write every measurement here")
     args = parser.parse_args()
     torch.backends.cudnn.allow_tf32 = False
@@ -59,23 +70,28 @@ def main() -> None:
     for name, conv in CONVOLUTIONS.items():
         if args.only and name not in args.only:
             continue
-        for channels_last in (False, True):
-            rows += measure(name, conv, channels_last, folder)
+        for layout in args.layouts:
+            rows += measure(name, conv, layout == "last", folder)
             torch.cuda.empty_cache()
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 
 
 def measure(name: str, conv: tuple, channels_last: bool, folder: Path) -> list[dict]:
-    size, out_channels, kernel, stride, padding, dilation, groups = conv
+    size, out_channels, kernel, stride, padding, dilation, groups = conv[:7]
+    transposed, output_padding = len(conv) == 8, conv[7:] or (0,)
     dims = len(size) - 2
     torch.manual_seed(0)
     x = torch.randn(size, device="cuda")
-    w = torch.randn(out_channels, size[1] // groups, *[kernel] * dims, device="cuda") / (size[1] * kernel**dims) ** 0.5
+    channels = (size[1], out_channels // groups) if transposed else (out_channels, size[1] // groups)
+    w = torch.randn(*channels, *[kernel] * dims, device="cuda") / (size[1] * kernel**dims) ** 0.5
     if channels_last:
         layout = torch.channels_last if dims == 2 else torch.channels_last_3d
-        x, w = x.to(memory_format=layout), w.to(memory_format=layout)
-    conv_fn = getattr(F, f"conv{dims}d")
+        x, w = (x, w) if dims == 1 else (x.to(memory_format=layout), w.to(memory_format=layout))
+    if transposed:
+        conv_fn = functools.partial(_transposed, getattr(F, f"conv_transpose{dims}d"), output_padding[0])
+    else:
+        conv_fn = getattr(F, f"conv{dims}d")
     library = conv_fn(x, w, None, stride, padding, dilation, groups)
     exact = conv_fn(x[:2].double(), w.double(), None, stride, padding, dilation, groups)
     layout_name = "channels last" if channels_last else "channels first"
@@ -87,6 +103,7 @@ def measure(name: str, conv: tuple, channels_last: bool, folder: Path) -> list[d
         f"{name:18} {layout_name:15} {'cuDNN fp32':44} {cudnn_ms:8.3f} ms  1.00x  err {rows[0]['error']:.1e}",
         flush=True,
     )
+    renderer = conv_transpose_gemm if transposed else conv_gemm
     for precision, tile in TILES:
         out = torch.empty_strided(library.shape, library.stride(), device="cuda")
         spec = ConvSpec(
@@ -101,11 +118,12 @@ def measure(name: str, conv: tuple, channels_last: bool, folder: Path) -> list[d
             (dilation,) * dims,
             groups,
             False,
+            transposed,
         )
         blocks = f"{tile['BLOCK_M']}x{tile['BLOCK_N']}x{tile['BLOCK_K']}"
         label = f"ours {precision} {blocks} w{tile['num_warps']} s{tile['num_stages']}"
         try:
-            launch = _load(spec, tile, precision, folder)[grid(spec, tile)]
+            launch = _load(renderer, spec, tile, precision, folder)[renderer.grid(spec, tile)]
             run = functools.partial(launch, x, w, out, num_warps=tile["num_warps"], num_stages=tile["num_stages"])
             run()
             error = _error(out, exact)
@@ -118,8 +136,14 @@ def measure(name: str, conv: tuple, channels_last: bool, folder: Path) -> list[d
     return rows
 
 
-def _load(spec: ConvSpec, tile: dict, precision: str, folder: Path):
-    source = "import triton\nimport triton.language as tl\n\n\n" + kernel_source("conv_kernel", spec, tile, precision)
+def _transposed(conv_transpose, output_padding, x, w, bias, stride, padding, dilation, groups):
+    """A transposed convolution called as a forward one is (their arguments come in another order)."""
+    return conv_transpose(x, w, bias, stride, padding, output_padding, groups, dilation)
+
+
+def _load(renderer, spec: ConvSpec, tile: dict, precision: str, folder: Path):
+    source = "import triton\nimport triton.language as tl\n\n\n"
+    source += renderer.kernel_source("conv_kernel", spec, tile, precision)
     path = folder / f"k{abs(hash(source))}.py"
     path.write_text(source)
     module_spec = importlib.util.spec_from_file_location(path.stem, path)

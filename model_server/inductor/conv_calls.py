@@ -2,10 +2,11 @@
 
 The launcher's statement `bufN = extern_kernels.convolution(x, w, ...)` becomes an allocation of `bufN` with the
 size and strides Inductor asserts for the library's result (so its later kernels read it as they would have), and
-a launch of the implicit-GEMM kernel of `conv_gemm.py`. An input or weight of at least `MIN_CHANNEL_BLOCK`
-channels whose channels are not innermost is first copied channels last by a Triton kernel: the tiles load a
-block of channels per position, contiguous only in that layout (read channels first, the kernel's best tile ran
-at 0.66-0.92x of cuDNN's fp32; channels last, at 2.0-2.2x: `benchmarks/conv_gemm.py`).
+a launch of the implicit-GEMM kernel of `conv_gemm.py` (of `conv_transpose_gemm.py` for a transposed one). An
+input or weight of at least `MIN_CHANNEL_BLOCK` channels whose channels are not innermost is first copied channels
+last by a Triton kernel: the tiles load a block of channels per position, contiguous only in that layout (read
+channels first, the kernel's best tile ran at 0.66-0.92x of cuDNN's fp32; channels last, at 2.0-2.2x:
+`benchmarks/conv_gemm.py`).
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ import ast
 import math
 from dataclasses import replace
 
+from model_server.inductor import conv_gemm, conv_transpose_gemm
 from model_server.inductor.conv_gemm import (
     MIN_CHANNEL_BLOCK,
     ConvShapeError,
     ConvSpec,
     channels_last,
-    grid,
-    kernel_source,
     relayout_grid,
     relayout_source,
 )
@@ -91,7 +91,7 @@ def _replacement(
     spec = _convolution(target, arguments, layouts)
     statements, kernels = [], []
     texts = {key: named(arguments[key], f"{target}_{key}_view", statements) for key in ("x", "weight")}
-    if spec.w_size[1] >= MIN_CHANNEL_BLOCK:  # the tiles read a block of channels: copy them innermost
+    if spec.group_in >= MIN_CHANNEL_BLOCK:  # the tiles read a block of channels: copy them innermost
         for key, suffix, size, stride in (
             ("x", "x", spec.x_size, spec.x_stride),
             ("weight", "w", spec.w_size, spec.w_stride),
@@ -108,20 +108,22 @@ def _replacement(
             texts[key] = name
     name = f"convolution_gemm_kernel_{index + len(kernels)}"
     tile = {key: conv[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
-    source = kernel_source(name, spec, tile, conv["precision"])
+    renderer = conv_transpose_gemm if spec.transposed else conv_gemm
+    source = renderer.kernel_source(name, spec, tile, conv["precision"])
     kernels.append(OwnKernel(name, source, conv["num_warps"], conv["num_stages"], 3))
     operands = [texts["x"], texts["weight"], *([ast.unparse(arguments["bias"])] if spec.bias else []), target]
     statements += parse(
         f"{target} = empty_strided_cuda({spec.out_size}, {spec.out_stride}, {FP32})",
-        f"{name}.run({', '.join(operands)}, {', '.join(map(str, grid(spec, tile)))})",
+        f"{name}.run({', '.join(operands)}, {', '.join(map(str, renderer.grid(spec, tile)))})",
     )
     return statements, kernels
 
 
 def _convolution(target: str, arguments: dict[str, ast.expr], layouts: dict[str, Layout]) -> ConvSpec:
-    """The convolution the call computes, checked: a forward one of consistent sizes, in fp32, thick enough."""
-    if _constant(arguments, "transposed", False) is not False:
-        raise ConvCallError("a transposed convolution (the templates capture rewrites those as forward ones)")
+    """The convolution the call computes, checked: of consistent sizes, in fp32, thick enough."""
+    transposed = _constant(arguments, "transposed", False)
+    if not isinstance(transposed, bool):
+        raise ConvCallError(f"the convolution's transposed is {transposed!r}, not True or False")
     x, weight = (_operand(arguments, key, layouts) for key in ("x", "weight"))
     result = layouts.get(target)
     if result is None:
@@ -134,9 +136,8 @@ def _convolution(target: str, arguments: dict[str, ast.expr], layouts: dict[str,
     if not isinstance(groups, int):
         raise ConvCallError(f"the convolution's groups is {groups!r}, not a number")
     geometry = [_ints(arguments, key) for key in ("stride", "padding", "dilation")]
-    spec = ConvSpec(
-        x.size, x.stride, weight.size, weight.stride, result.size, result.stride, *geometry, groups, has_bias
-    )
+    sizes = (x.size, x.stride, weight.size, weight.stride, result.size, result.stride)
+    spec = ConvSpec(*sizes, *geometry, groups, has_bias, transposed)
     try:
         spec.check()
     except ConvShapeError as exc:
@@ -181,7 +182,7 @@ def _check_thickness(spec: ConvSpec) -> None:
     """Refuse a convolution whose channels are too few to fill the tiles, where the templates capture has a better
     rewrite: a depthwise-thin grouped one (a sum over taps), an ungrouped one of few input channels (a product
     of patches, 1.3-3.1x faster than this kernel on KernelBench's, `benchmarks/results/2026-11-28-own-conv`)."""
-    group_in, group_out = spec.w_size[1], spec.w_size[0] // spec.groups
+    group_in, group_out = spec.group_in, spec.group_out
     taps = math.prod(spec.w_size[2:])
     if spec.groups > 1 and (group_out < MIN_GROUP_OUT or group_in * taps < MIN_CHANNEL_BLOCK):
         raise ConvCallError(
@@ -189,9 +190,7 @@ def _check_thickness(spec: ConvSpec) -> None:
             "the kernel's tiles (the templates capture rewrites a depthwise one as a sum over taps)"
         )
     if spec.groups == 1 and group_in < MIN_CHANNEL_BLOCK:
-        raise ConvCallError(
-            f"an ungrouped convolution of {group_in} input channels (the templates capture's product of patches "
-            "takes it)"
-        )
+        by = " rewrites it by phase into products of patches" if spec.transposed else "'s product of patches takes it"
+        raise ConvCallError(f"an ungrouped convolution of {group_in} input channels (the templates capture{by})")
     if spec.groups > MAX_GRID_Z:
         raise ConvCallError(f"{spec.groups} groups, more than a launch grid's {MAX_GRID_Z} (one program per group)")

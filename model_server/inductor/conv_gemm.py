@@ -28,7 +28,8 @@ class ConvShapeError(ValueError):
 
 @dataclass(frozen=True)
 class ConvSpec:
-    """One forward convolution: sizes and strides (in elements) of input, weight and output, and its geometry."""
+    """One convolution: sizes and strides (in elements) of input, weight and output, and its geometry. A transposed
+    one's weight is (input channels, output channels per group, taps...), as PyTorch holds it."""
 
     x_size: tuple[int, ...]
     x_stride: tuple[int, ...]
@@ -41,13 +42,24 @@ class ConvSpec:
     dilation: tuple[int, ...]
     groups: int
     bias: bool
+    transposed: bool = False
 
     @property
     def dims(self) -> int:
         return len(self.x_size) - 2
 
+    @property
+    def group_in(self) -> int:
+        """Input channels of one group."""
+        return self.w_size[0] // self.groups if self.transposed else self.w_size[1]
+
+    @property
+    def group_out(self) -> int:
+        """Output channels of one group."""
+        return self.w_size[1] if self.transposed else self.w_size[0] // self.groups
+
     def check(self) -> None:
-        """Raise ConvShapeError unless the sizes agree with each other as a forward convolution's must."""
+        """Raise ConvShapeError unless the sizes agree with each other as the convolution's must."""
         dims = self.dims
         if dims not in (1, 2, 3):
             raise ConvShapeError(f"a convolution of {dims} spatial dims (1-3 supported)")
@@ -55,16 +67,22 @@ class ConvSpec:
         if lengths != {dims + 2} or {len(self.stride), len(self.padding), len(self.dilation)} != {dims}:
             raise ConvShapeError("the input, weight, output and geometry disagree on the number of dims")
         batch, channels = self.x_size[:2]
-        out_channels, group_channels = self.w_size[:2]
-        if self.groups < 1 or channels != group_channels * self.groups or out_channels % self.groups:
-            raise ConvShapeError(
-                f"{channels} input channels, weight of {group_channels} per group, {self.groups} groups"
-            )
-        expected = [batch, out_channels]
-        for size, kernel, step, pad, dil in zip(
-            self.x_size[2:], self.w_size[2:], self.stride, self.padding, self.dilation
-        ):
-            expected.append((size + 2 * pad - dil * (kernel - 1) - 1) // step + 1)
+        weight_channels = self.w_size[0] if self.transposed else self.w_size[1] * self.groups
+        if self.groups < 1 or channels != weight_channels or self.w_size[0] % self.groups:
+            weight = f"of {self.w_size[0]} input channels" if self.transposed else f"of {self.w_size[1]} per group"
+            raise ConvShapeError(f"{channels} input channels, weight {weight}, {self.groups} groups")
+        expected = [batch, self.group_out * self.groups]
+        geometry = zip(self.x_size[2:], self.w_size[2:], self.stride, self.padding, self.dilation)
+        for size, kernel, step, pad, dil in geometry:
+            if self.transposed:
+                expected.append((size - 1) * step - 2 * pad + dil * (kernel - 1) + 1)
+            else:
+                expected.append((size + 2 * pad - dil * (kernel - 1) - 1) // step + 1)
+        if self.transposed:  # the output may be longer by an output padding, less than the stride or dilation
+            extra = [out - size for out, size in zip(self.out_size[2:], expected[2:])]
+            limits = [max(step, dil) for step, dil in zip(self.stride, self.dilation)]
+            if tuple(self.out_size[:2]) == tuple(expected[:2]) and all(0 <= e < m for e, m in zip(extra, limits)):
+                return
         if tuple(expected) != tuple(self.out_size):
             raise ConvShapeError(
                 f"output of size {tuple(self.out_size)}, where the convolution gives {tuple(expected)}"
@@ -73,30 +91,32 @@ class ConvSpec:
 
 def fitted_tile(spec: ConvSpec, tile: dict) -> dict:
     """`tile` with BLOCK_N and BLOCK_K no wider than a group's output and input channels need (at least 16)."""
-    group_in, group_out = spec.w_size[1], spec.w_size[0] // spec.groups
-    block_n = min(tile["BLOCK_N"], max(MIN_CHANNEL_BLOCK, _next_power_of_2(group_out)))
+    group_in, group_out = spec.group_in, spec.group_out
+    block_n = min(tile["BLOCK_N"], max(MIN_CHANNEL_BLOCK, next_power_of_2(group_out)))
     block_k = tile["BLOCK_K"]
     if group_in >= MIN_CHANNEL_BLOCK:
-        block_k = min(block_k, _next_power_of_2(group_in))
+        block_k = min(block_k, next_power_of_2(group_in))
     return {**tile, "BLOCK_N": block_n, "BLOCK_K": block_k}
 
 
 def grid(spec: ConvSpec, tile: dict) -> tuple[int, int, int]:
-    """The launch grid: row blocks, column blocks (output channels of one group), groups."""
+    """The launch grid of a forward convolution: row blocks, column blocks (output channels of one group), groups."""
     tile = fitted_tile(spec, tile)
     rows = spec.out_size[0] * math.prod(spec.out_size[2:])
-    columns = spec.out_size[1] // spec.groups
+    columns = spec.group_out
     return (-(-rows // tile["BLOCK_M"]), -(-columns // tile["BLOCK_N"]), spec.groups)
 
 
 def kernel_source(name: str, spec: ConvSpec, tile: dict, precision: str) -> str:
     """The `@triton.jit` kernel `name(x_ptr, w_ptr[, bias_ptr], out_ptr)` computing `spec` in fp32, its dots
-    at `precision` ("ieee" or "tf32x3")."""
+    at `precision` ("ieee" or "tf32x3"). A transposed convolution is `conv_transpose_gemm`'s."""
     spec.check()
+    if spec.transposed:
+        raise ConvShapeError("a transposed convolution (conv_transpose_gemm renders those)")
     tile = fitted_tile(spec, tile)
     pad = 3 - spec.dims  # leading size-1 spatial dims, so every convolution is a 3-D one
-    x_size, w_size, out_size = (_spatial3(s, 1, pad) for s in (spec.x_size, spec.w_size, spec.out_size))
-    x_stride, w_stride, out_stride = (_spatial3(s, 0, pad) for s in (spec.x_stride, spec.w_stride, spec.out_stride))
+    x_size, w_size, out_size = (spatial3(s, 1, pad) for s in (spec.x_size, spec.w_size, spec.out_size))
+    x_stride, w_stride, out_stride = (spatial3(s, 0, pad) for s in (spec.x_stride, spec.w_stride, spec.out_stride))
     step, dilation = ((1,) * pad + tuple(v) for v in (spec.stride, spec.dilation))
     padding = (0,) * pad + tuple(spec.padding)
     group_in, group_out = w_size[1], w_size[0] // spec.groups
@@ -159,7 +179,7 @@ def relayout_source(name: str, size: tuple[int, ...], stride: tuple[int, ...]) -
     """The `@triton.jit` kernel `name(x_ptr, y_ptr)` copying a tensor of `size` and `stride` into a channels-last
     one, in tiles that read along the input's positions and write along its channels."""
     pad = 5 - len(size)
-    size5, stride5 = _spatial3(size, 1, pad), _spatial3(stride, 0, pad)
+    size5, stride5 = spatial3(size, 1, pad), spatial3(stride, 0, pad)
     positions = math.prod(size5[2:])
     constants = {"CHANNELS": size5[1], "POSITIONS": positions, "ROWS": size5[0] * positions}
     constants |= {f"{a}": v for a, v in zip(("D", "H", "W"), size5[2:])}
@@ -181,11 +201,11 @@ def constant_lines(constants: dict[str, int], largest: int) -> str:
     return "\n".join(lines)
 
 
-def _spatial3(values: tuple[int, ...], fill: int, pad: int) -> tuple[int, ...]:
+def spatial3(values: tuple[int, ...], fill: int, pad: int) -> tuple[int, ...]:
     return (*values[:2], *([fill] * pad), *values[2:])
 
 
-def _next_power_of_2(n: int) -> int:
+def next_power_of_2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 

@@ -44,18 +44,42 @@ def test_a_channels_first_convolution_is_copied_channels_last_then_launched_into
 @pytest.mark.parametrize(
     ("launcher", "reason"),
     [
-        (_launcher(transposed="True"), "a transposed convolution"),
+        (_launcher(transposed="1"), "the convolution's transposed is 1, not True or False"),
+        (_launcher(transposed="True"), "32 input channels, weight of 8 input channels, 1 groups"),
         (_launcher(groups="g"), "the convolution's groups is not a constant: g"),
         (_launcher(x="arg2_1"), "the convolution's x is torch.float16; the kernel takes fp32"),
         (_launcher(x="buf9"), "the layout of the convolution's x `buf9` is not known"),
         (_launcher(result=""), "Inductor does not say the size and strides of the convolution's result `buf0`"),
         (_launcher(groups="4"), "32 input channels, weight of 32 per group, 4 groups"),
     ],
-    ids=["transposed", "groups not a constant", "fp16", "unknown input", "result not asserted", "wrong groups"],
+    ids=[
+        "transposed not a bool",
+        "transposed with a forward one's weight",
+        "groups not a constant",
+        "fp16",
+        "unknown input",
+        "result not asserted",
+        "wrong groups",
+    ],
 )
 def test_a_convolution_the_kernel_cannot_take_is_refused_with_the_reason(launcher, reason):
     with pytest.raises(ConvCallError, match=reason):
         replace_convolutions(launcher, EXAMPLES, OWN_CONV_TILES[0], 0)
+
+
+def test_a_transposed_convolution_is_launched_by_output_phase_into_the_asserted_layout():
+    """A stride-2 transposed convolution: its kernel is the transposed one, its grid covers each of the four
+    output phases' row blocks, and its channels-first input and weight are copied with the channels innermost."""
+    examples = {**EXAMPLES, "arg0_1": ("(32, 8, 3, 3)", "(72, 9, 3, 1)", "torch.float32")}
+    call = CALL.replace("stride=(1, 1)", "stride=(2, 2)").replace("output_padding=(0, 0)", "output_padding=(1, 1)")
+    result = "assert_size_stride(buf0, (2, 8, 20, 20), (3200, 400, 20, 1), 'conv')"
+    launcher = [ast.parse(call.format(x="arg1_1", bias="arg3_1", transposed="True", groups=1)).body[0]]
+    statements, kernels = replace_convolutions([*launcher, ast.parse(result).body[0]], examples, OWN_CONV_TILES[0], 0)
+    conv = kernels[-1]
+    assert [k.name for k in kernels] == ["channels_last_kernel_0", "channels_last_kernel_1", conv.name]
+    assert "Transposed convolution as an implicit GEMM" in conv.source and "PHASES: tl.constexpr = 4" in conv.source
+    launch = next(ast.unparse(s) for s in statements if ast.unparse(s).startswith(f"{conv.name}.run"))
+    assert launch == f"{conv.name}.run(buf0_x, buf0_w, arg3_1, buf0, 8, 1, 1)"  # 4 phases x ceil(2 * 10 * 10 / 128)
 
 
 def test_an_ungrouped_convolution_of_few_channels_is_left_to_the_templates_capture():

@@ -101,7 +101,7 @@ def _run_cases(folder: Path) -> dict[str, float]:
             results[f"{name}, bias {bias}"] = _convolution_error(case, bias, folder)
     x = torch.randn(2, 7, 5, 3, 33).transpose(1, 4)
     y = torch.empty_strided(x.shape, channels_last(tuple(x.shape)))
-    kernel = _load(relayout_source("copy", tuple(x.shape), x.stride()), "copy", folder)
+    kernel = load_kernel(relayout_source("copy", tuple(x.shape), x.stride()), "copy", folder)
     kernel[relayout_grid(tuple(x.shape))](x, y)
     results[RELAYOUT] = (y - x).abs().max().item() if y.stride()[1] == 1 else float("inf")
     return results
@@ -123,12 +123,12 @@ def _convolution_error(case: tuple, bias: bool, folder: Path) -> float:
         (stride,) * dims, (padding,) * dims, (dilation,) * dims, groups, bias,
     )  # fmt: skip
     name = f"conv_{len(list(folder.iterdir()))}"
-    kernel = _load(kernel_source(name, spec, TILE, "ieee"), name, folder)
+    kernel = load_kernel(kernel_source(name, spec, TILE, "ieee"), name, folder)
     kernel[grid(spec, TILE)](x, w, *([b] if bias else []), out)
     return ((out.double() - exact).abs() / (1e-5 + 1e-5 * exact.abs())).max().item()
 
 
-def _load(source: str, name: str, folder: Path):
+def load_kernel(source: str, name: str, folder: Path):
     path = folder / f"{name}.py"
     path.write_text("import triton\nimport triton.language as tl\n\n\n" + source)
     spec = importlib.util.spec_from_file_location(f"rendered_{name}", path)

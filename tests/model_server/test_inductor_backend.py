@@ -382,12 +382,14 @@ def test_on_the_cpu_every_rewritten_convolution_becomes_triton_that_verifies(poo
 
 
 @pytest.mark.slow
-def test_on_the_cpu_library_convolutions_become_the_project_s_kernel_that_verifies(pool, tmp_path):
-    """A channels-last 2-D convolution with a bias, a channels-first 3-D one (copied channels last first) and a
-    grouped dilated 1-D one, which Inductor's default compile hands to the library: the variant with the
-    project's implicit-GEMM kernel in their place is all Triton and correct in Triton's interpreter. Since it
-    takes every library call, no templates compile starts: the default capture is the only one made."""
-    task = TASKS / "conv_gemm.py"
+@pytest.mark.parametrize("name", ["conv_gemm", "conv_transpose_gemm"])
+def test_on_the_cpu_library_convolutions_become_the_project_s_kernel_that_verifies(pool, tmp_path, name):
+    """Three convolutions that Inductor's default compile hands to the library, with a bias or without, channels
+    last or first, one grouped and dilated; forward ones (`conv_gemm`) and transposed ones by output phase
+    (`conv_transpose_gemm`). The variant with the project's implicit-GEMM kernel in their place is all Triton and
+    correct in Triton's interpreter. Since it takes every library call, no templates compile starts: the default
+    capture is the only one made."""
+    task = TASKS / f"{name}.py"
     generator = InductorBackend(cache=tmp_path / "cache").generate(GenerationRequest(Task.from_file(task), 4, "cpu"))
     first = next(generator)
     [own] = [g for g in first.candidates if g.policy == "strict"]
@@ -396,6 +398,7 @@ def test_on_the_cpu_library_convolutions_become_the_project_s_kernel_that_verifi
     assert len(list((tmp_path / "cache").glob("*.json"))) == 1
     assert "extern_kernels" not in own.source and "torch.convolution" not in own.source
     assert own.source.count("channels_last_kernel_") == 4 and own.source.count("convolution_gemm_kernel_") == 6
+    assert own.source.count("Transposed convolution as an implicit GEMM") == (3 if "transpose" in name else 0)
     candidate = tmp_path / "own.py"
     candidate.write_text(own.source)
     report = pool.verify(*pair(task, candidate), trials=2)
@@ -659,19 +662,37 @@ def test_on_a_gpu_a_long_k_matmul_converts_to_an_all_triton_tf32x3_template(tmp_
 
 @pytest.mark.gpu
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["conv_transpose_strided", "conv1d_dilated"])
-def test_on_a_gpu_a_convolution_the_templates_did_not_take_gets_verified_triton_templates(tmp_path, name):
-    """A strided transposed convolution (by output phase) and a dilated, thinly grouped 1-D one (by phase, as
-    2-D), which the project's own kernel refuses, become convolutions Inductor's templates take: their template
-    candidates, IEEE and tf32x3, are all Triton and correct, where before the only candidate was cuDNN's."""
-    task = FIXTURES / "gpu" / f"{name}.py"
-    request = ConvertRequest(task=task.read_text(), task_name=name, samples=4, rounds=1, trials=2)
+def test_on_a_gpu_a_convolution_the_templates_did_not_take_gets_verified_triton_templates(tmp_path):
+    """A dilated, thinly grouped 1-D convolution (by phase, as 2-D), which the project's own kernel refuses, becomes
+    a convolution Inductor's templates take: its template candidates, IEEE and tf32x3, are all Triton and correct,
+    where before the only candidate was cuDNN's."""
+    task = FIXTURES / "gpu" / "conv1d_dilated.py"
+    request = ConvertRequest(task=task.read_text(), task_name="conv1d_dilated", samples=4, rounds=1, trials=2)
     with VerifierPool(size=2, device="cuda") as gpu:
         outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
     verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
     templates = [a for a in outcome.attempts if a.label.startswith("Inductor max-autotune Triton templates")]
     assert len(templates) == 2 and all(a.report.verdict == "correct" for a in templates), verdicts
     assert all(a.policy == "strict" and "extern_kernels" not in a.source for a in templates), verdicts
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_on_a_gpu_a_strided_transposed_convolution_becomes_the_project_s_kernel_by_output_phase(tmp_path):
+    """A strided, grouped, padded transposed convolution, which Inductor's default compile hands to cuDNN: the
+    variants with the project's transposed kernel (one program per block of an output phase) verify, all Triton,
+    at both tf32x3 tiles, and the templates compile (a template per phase) is stopped as unneeded."""
+    task = FIXTURES / "gpu" / "conv_transpose_strided.py"
+    request = ConvertRequest(task=task.read_text(), task_name="conv_transpose_strided", samples=4, rounds=1, trials=2)
+    with VerifierPool(size=2, device="cuda") as gpu:
+        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
+    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    own = [a for a in outcome.attempts if a.label.startswith(inductor.OWN_CONV)]
+    assert sum("tf32x3" in a.label for a in own) == 2, verdicts
+    assert all(a.report.verdict == "correct" and a.policy == "strict" for a in own), verdicts
+    assert all("Transposed convolution as an implicit GEMM" in a.source for a in own)
+    assert not any("templates" in a.label for a in outcome.attempts), verdicts
+    assert outcome.best is not None and outcome.best.report.verdict == "correct", verdicts
 
 
 @pytest.mark.gpu
