@@ -46,12 +46,14 @@ TF32X3_TILES = (
     {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4},
 )
 IEEE_TILE = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
-# The project's implicit-GEMM convolution in place of cuDNN's (`model_server/inductor/conv_gemm.py`). On KernelBench's
-# 32-64-channel convolutions, channels last (H200, 2026-11-28, `benchmarks/conv_gemm.py`), the better of these two
-# tiles at tf32x3 ran at 2.0-2.1x of cuDNN's fp32; IEEE fp32 at 0.6x, kept as the fallback.
+# The project's implicit-GEMM convolutions in place of cuDNN's (`model_server/inductor/conv_gemm.py`, and
+# `conv_transpose_gemm.py` for transposed ones). On KernelBench's 32-64-channel convolutions, channels last (H200,
+# `benchmarks/conv_gemm.py`), the better of these two tiles at tf32x3 ran at 2.0-2.1x of cuDNN's fp32 (2026-11-28);
+# on its transposed ones, at 1.2-6.2x (2026-11-29), where 128x128x32 with 8 warps, the second tile before, ran at
+# 0.82-5.0x; IEEE fp32 at 0.6x of cuDNN on forward ones, kept as the fallback.
 OWN_CONV_TILES = (
     {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4, "precision": "tf32x3"},
-    {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3, "precision": "tf32x3"},
+    {"BLOCK_M": 256, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3, "precision": "tf32x3"},
 )
 OWN_CONV_IEEE = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4, "num_stages": 3, "precision": "ieee"}
 # The project's matmul (`model_server/inductor/matmul_gemm.py`) in place of cuBLAS's, K split where the output has

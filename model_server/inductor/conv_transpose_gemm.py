@@ -4,9 +4,10 @@ Output position `o` of a transposed convolution sums input `i` times kernel tap 
 k * dilation`. Along one axis the outputs fall into `stride` phases by `(o + pad) % stride`, and every output of a
 phase is reached by the same taps, every `stride / gcd(stride, dilation)`-th one from its first; reading them in
 turn walks the input back one `dilation / gcd`-th step at a time. So each program takes a block of outputs of one
-phase (phases of all axes combined), and its K loop runs over only the taps that reach them and the group's input
-channels, as `conv_gemm`'s forward kernel does: no product with a zero that the convolution inserts, and no
-per-phase copies to interleave (Inductor's templates need both: `convolutions.py`). The phase, its first output,
+phase (phases of all axes combined), and its K loop runs over only the taps that reach them, tap by tap with a block
+of the group's input channels at a time (at least `MIN_CHANNEL_BLOCK`), as `conv_gemm`'s forward kernel does: no
+product with a zero that the convolution inserts, and no per-phase copies to interleave (Inductor's templates need
+both: `convolutions.py`). The phase, its first output,
 its outputs' count and its taps are worked out in the kernel from the program's id; every size, stride, padding and
 dilation is a constant.
 """
@@ -41,13 +42,16 @@ def kernel_source(name: str, spec: ConvSpec, tile: dict, precision: str) -> str:
     spec.check()
     if not spec.transposed:
         raise ConvShapeError("a forward convolution (conv_gemm renders those)")
+    if spec.group_in < MIN_CHANNEL_BLOCK:
+        raise ConvShapeError(
+            f"{spec.group_in} input channels per group, fewer than the {MIN_CHANNEL_BLOCK} a tap's block reads"
+        )
     tile = fitted_tile(spec, tile)
     pad = 3 - spec.dims
     x_size, w_size, out_size = (spatial3(s, 1, pad) for s in (spec.x_size, spec.w_size, spec.out_size))
     x_stride, w_stride, out_stride = (spatial3(s, 0, pad) for s in (spec.x_stride, spec.w_stride, spec.out_stride))
     step, dilation = ((1,) * pad + tuple(v) for v in (spec.stride, spec.dilation))
     padding = (0,) * pad + tuple(spec.padding)
-    by_tap = spec.group_in >= MIN_CHANNEL_BLOCK
     constants = {
         "GROUP_IN": spec.group_in,
         "GROUP_OUT": spec.group_out,
@@ -81,7 +85,7 @@ def kernel_source(name: str, spec: ConvSpec, tile: dict, precision: str) -> str:
     source = _HEAD.format(name=name, parameters=parameters, constants=constant_lines(constants, largest))
     source += "".join(_PHASE_AXIS.format(a=a.lower(), A=a) for a in AXES)
     source += _ROWS
-    source += (_BY_TAP if by_tap else _FLAT).format(precision=precision)
+    source += _BY_TAP.format(precision=precision)
     source += _TAIL_BIAS if spec.bias else ""
     source += _TAIL
     return source
@@ -163,29 +167,6 @@ _BY_TAP = """    for step in range(tl.where(live, taps * K_BLOCKS, 0)):
         later = td * (TAP_STEP_D * SW_D) + th * (TAP_STEP_H * SW_H) + tw * (TAP_STEP_W * SW_W)
         b_offsets = channels[:, None] * SW_CI + later
         b = tl.load(w_columns[None, :] + b_offsets, mask=channel_ok[:, None] & column_ok[None, :], other=0.0)
-        acc = tl.dot(a, b, acc, input_precision="{precision}")
-"""
-
-_FLAT = """    k_total = taps * GROUP_IN
-    for step in range(tl.where(live, (k_total + BLOCK_K - 1) // BLOCK_K, 0)):
-        k = step * BLOCK_K + tl.arange(0, BLOCK_K)
-        channel = k // taps
-        tap = k % taps
-        tw = tap % taps_w
-        th = tap // taps_w % taps_h
-        td = tap // (taps_w * taps_h)
-        k_ok = k < k_total
-        d = qd[:, None] - (td * BACK_D)[None, :]
-        h = qh[:, None] - (th * BACK_H)[None, :]
-        w = qw[:, None] - (tw * BACK_W)[None, :]
-        inside = (d >= 0) & (d < IN_D) & (h >= 0) & (h < IN_H) & (w >= 0) & (w < IN_W)
-        back = td * (BACK_D * SX_D) + th * (BACK_H * SX_H) + tw * (BACK_W * SX_W)
-        a_offsets = (channel * SX_C - back)[None, :]
-        a_ok = row_ok[:, None] & k_ok[None, :] & inside
-        a = tl.load(x_rows[:, None] + a_offsets, mask=a_ok, other=0.0)
-        later = td * (TAP_STEP_D * SW_D) + th * (TAP_STEP_H * SW_H) + tw * (TAP_STEP_W * SW_W)
-        b_offsets = (channel * SW_CI + later)[:, None]
-        b = tl.load(w_columns[None, :] + b_offsets, mask=k_ok[:, None] & column_ok[None, :], other=0.0)
         acc = tl.dot(a, b, acc, input_precision="{precision}")
 """
 

@@ -21,18 +21,18 @@ TILE = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16}
 ROOT = Path(__file__).resolve().parents[2]
 CASES = {
     # name: (input size, weight size, stride, padding, dilation, output padding, groups, input channels last)
-    "2-D, stride 1, block of channels per tap": ((2, 16, 5, 6), (16, 8, 3, 3), 1, 0, 1, 0, 1, True),
+    "2-D, stride 1": ((2, 16, 5, 6), (16, 8, 3, 3), 1, 0, 1, 0, 1, True),
     "2-D, stride 2, padded, output padding": ((2, 16, 5, 6), (16, 12, 3, 3), 2, 1, 1, 1, 1, True),
-    "1-D, 3 channels, stride 3, dilation 2 (taps k with 2k = phase mod 3)": (
-        (1, 3, 7), (3, 5, 4), 3, 1, 2, 2, 1, False
+    "1-D, channels first, stride 3, dilation 2 (taps k with 2k = phase mod 3)": (
+        (1, 16, 7), (16, 5, 4), 3, 1, 2, 2, 1, False
     ),
-    "3-D, stride 2, four groups of 8 channels": ((1, 32, 3, 4, 5), (32, 4, 3, 3, 3), 2, 1, 1, 0, 4, True),
+    "3-D, stride 2, two groups of 16 channels": ((1, 32, 3, 4, 5), (32, 4, 3, 3, 3), 2, 1, 1, 0, 2, True),
     "2-D, stride (2, 3), dilation 2: half the phases of the first axis reached by no tap": (
-        (2, 6, 5, 4), (6, 5, 3, 2), (2, 3), (1, 0), (2, 2), (1, 0), 2, False
+        (2, 32, 5, 4), (32, 5, 3, 2), (2, 3), (1, 0), (2, 2), (1, 0), 2, False
     ),
     "2-D, stride 4 past a kernel of 2: phases no tap reaches": ((1, 16, 4, 4), (16, 16, 2, 2), 4, 0, 1, 0, 1, False),
-    "3-D, two groups of 16 channels, stride (1, 2, 2)": (
-        (1, 32, 3, 5, 4), (32, 8, 2, 3, 3), (1, 2, 2), (0, 1, 1), 1, (0, 1, 0), 2, True
+    "3-D, 24 channels (a block and a masked part), stride (1, 2, 2)": (
+        (1, 24, 3, 5, 4), (24, 8, 2, 3, 3), (1, 2, 2), (0, 1, 1), 1, (0, 1, 0), 1, True
     ),
 }  # fmt: skip
 
@@ -58,17 +58,24 @@ def test_the_kernel_computes_the_transposed_convolution_and_writes_every_output(
 
 
 def test_an_output_padding_past_the_stride_and_dilation_is_refused_with_the_sizes():
-    size, stride = (1, 8, 5, 5), (200, 25, 5, 1)
-    longer = ConvSpec(size, stride, (8, 4, 3, 3), (36, 9, 3, 1), (1, 4, 13, 11), (572, 143, 11, 1), (2, 2), (0, 0),
+    size, stride = (1, 16, 5, 5), (400, 25, 5, 1)
+    longer = ConvSpec(size, stride, (16, 4, 3, 3), (36, 9, 3, 1), (1, 4, 13, 11), (572, 143, 11, 1), (2, 2), (0, 0),
                       (1, 1), 1, False, True)  # fmt: skip
     said = r"output of size \(1, 4, 13, 11\), where the convolution gives \(1, 4, 11, 11\)"
     with pytest.raises(ConvShapeError, match=said):
         conv_transpose_gemm.kernel_source("k", longer, TILE, "ieee")
-    fits = ConvSpec(size, stride, (8, 4, 3, 3), (36, 9, 3, 1), (1, 4, 12, 11), (528, 132, 11, 1), (2, 2), (0, 0),
+    fits = ConvSpec(size, stride, (16, 4, 3, 3), (36, 9, 3, 1), (1, 4, 12, 11), (528, 132, 11, 1), (2, 2), (0, 0),
                     (1, 1), 1, False, True)  # fmt: skip
     assert "PHASES: tl.constexpr = 4" in conv_transpose_gemm.kernel_source("k", fits, TILE, "ieee")
     with pytest.raises(ConvShapeError, match="a transposed convolution"):
         kernel_source("k", fits, TILE, "ieee")
+
+
+def test_fewer_than_a_block_of_input_channels_per_group_is_refused():
+    spec = ConvSpec((1, 32, 4, 4), (512, 16, 4, 1), (32, 2, 3, 3), (18, 9, 3, 1), (1, 8, 6, 6), (288, 36, 6, 1),
+                    (1, 1), (0, 0), (1, 1), 4, False, True)  # fmt: skip
+    with pytest.raises(ConvShapeError, match="8 input channels per group, fewer than the 16 a tap's block reads"):
+        conv_transpose_gemm.kernel_source("k", spec, TILE, "ieee")
 
 
 def test_the_grid_covers_the_longest_phase_of_every_phase():
