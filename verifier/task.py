@@ -19,6 +19,9 @@ from verifier.errors import TaskError, UsageError
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 
 
+MAX_NAME = 64  # the longest module name a conversion request takes
+
+
 @dataclass(frozen=True)
 class Task:
     """A KernelBench task module. `name` is the module name it is loaded by (a Python identifier); `origin`
@@ -39,8 +42,10 @@ class Task:
 
     @classmethod
     def named(cls, source: str, name: str, origin: str = "") -> Task:
-        """The task named `name` where that is a module name (an identifier), else `task`."""
-        return cls(source, name if name.isidentifier() else "task", origin)
+        """The task named `name` where that is a module name (an ASCII identifier), cut to `MAX_NAME` characters
+        (some of KernelBench's file names are longer), else `task`."""
+        name = name[:MAX_NAME]
+        return cls(source, name if name.isidentifier() and name.isascii() else "task", origin)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> Task:

@@ -193,11 +193,13 @@ def _tritonize(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_convert_writes_the_verified_kernel_and_never_overwrites(tmp_path):
-    task = tmp_path / "softmax.py"
+    """The task's file name is longer than a module name may be (as some of KernelBench's are): it is cut."""
+    stem = "softmax_with_a_file_name_as_long_as_kernelbench_level_1_problem_77_has_it"
+    task = tmp_path / f"{stem}.py"
     shutil.copy(TASKS / "softmax.py", task)
     done = _tritonize("convert", str(task), "--device", "cpu", "--trials", "2")
     assert done.returncode == 0, done.stderr
-    written = tmp_path / "softmax_triton.py"
+    written = tmp_path / f"{stem}_triton.py"
     assert "class ModelNew" in written.read_text()
     assert "correct" in done.stdout and "round 1: candidate 1/1 correct" in done.stderr
     written.write_text("keep me")

@@ -36,6 +36,12 @@ def test_a_source_without_a_file_is_named_by_its_module(tmp_path):
     odd = tmp_path / "19-ReLU.py"
     odd.write_text(source)
     assert Task.from_file(odd).name == "task", "a file name that is no identifier loads as `task`"
+    long = tmp_path / "l1_77_conv_transposed_3D_square_input_square_kernel___padded____dilated____strided__.py"
+    long.write_text(source)
+    assert Task.from_file(long).name == long.stem[:64], "KernelBench's longest names are cut to the API's 64"
+    accented = tmp_path / "relu_é.py"
+    accented.write_text(source)
+    assert Task.from_file(accented).name == "task", "the API takes ASCII names only"
 
 
 def test_what_is_no_task_is_named_with_file_and_line(tmp_path):
