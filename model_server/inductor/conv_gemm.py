@@ -66,6 +66,11 @@ class ConvSpec:
         lengths = {len(self.x_stride), len(self.w_size), len(self.w_stride), len(self.out_size), len(self.out_stride)}
         if lengths != {dims + 2} or {len(self.stride), len(self.padding), len(self.dilation)} != {dims}:
             raise ConvShapeError("the input, weight, output and geometry disagree on the number of dims")
+        if min(self.stride) < 1 or min(self.dilation) < 1 or min(self.padding) < 0:
+            raise ConvShapeError(
+                f"stride {self.stride}, dilation {self.dilation}, padding {self.padding}: strides and dilations "
+                "start at 1, paddings at 0"
+            )
         batch, channels = self.x_size[:2]
         weight_channels = self.w_size[0] if self.transposed else self.w_size[1] * self.groups
         if self.groups < 1 or channels != weight_channels or self.w_size[0] % self.groups:

@@ -57,7 +57,7 @@ def test_the_kernel_computes_the_transposed_convolution_and_writes_every_output(
     assert interpreted[f"{case}, bias {bias}"] <= 1.0
 
 
-def test_an_output_padding_past_the_stride_and_dilation_is_refused_with_the_sizes():
+def test_an_output_padding_past_the_stride_and_dilation_and_a_negative_padding_are_refused():
     size, stride = (1, 16, 5, 5), (400, 25, 5, 1)
     longer = ConvSpec(size, stride, (16, 4, 3, 3), (36, 9, 3, 1), (1, 4, 13, 11), (572, 143, 11, 1), (2, 2), (0, 0),
                       (1, 1), 1, False, True)  # fmt: skip
@@ -69,6 +69,10 @@ def test_an_output_padding_past_the_stride_and_dilation_is_refused_with_the_size
     assert "PHASES: tl.constexpr = 4" in conv_transpose_gemm.kernel_source("k", fits, TILE, "ieee")
     with pytest.raises(ConvShapeError, match="a transposed convolution"):
         kernel_source("k", fits, TILE, "ieee")
+    negative = ConvSpec(size, stride, (16, 4, 3, 3), (36, 9, 3, 1), (1, 4, 13, 13), (676, 169, 13, 1), (2, 2),
+                        (-1, -1), (1, 1), 1, False, True)  # fmt: skip
+    with pytest.raises(ConvShapeError, match=r"padding \(-1, -1\): strides and dilations start at 1, paddings at 0"):
+        conv_transpose_gemm.kernel_source("k", negative, TILE, "ieee")
 
 
 def test_fewer_than_a_block_of_input_channels_per_group_is_refused():
