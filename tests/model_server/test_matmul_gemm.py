@@ -26,7 +26,7 @@ from model_server.inductor.matmul_gemm import (
     reduce_source,
     split_of,
 )
-from tests.model_server.test_conv_gemm import _load
+from tests.model_server.test_conv_gemm import load_kernel
 
 TILE = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 4}
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,7 +130,7 @@ def _aligned_error(folder: Path) -> float:
         size = tuple(x.shape)
         if aligned(size, x.stride()):
             return float("inf")  # the case must exercise the copy
-        copy = _load(copy_source(f"copy_{index}", size, x.stride()), f"copy_{index}", folder)
+        copy = load_kernel(copy_source(f"copy_{index}", size, x.stride()), f"copy_{index}", folder)
         stride = padded_stride(size)
         padded = torch.full((size[0] * stride[0],), float("nan")).as_strided(size, stride)
         copy[copy_grid(size)](x, padded)
@@ -139,7 +139,7 @@ def _aligned_error(folder: Path) -> float:
     spec = MatmulSpec(1, 67, 93, 147, copies[0].stride(), copies[1].stride(), out.stride(), b_padded=True)
     if "WRAP_N: tl.constexpr = 96" not in kernel_source("mm_aligned", spec, TILE, "ieee", 1):
         return float("inf")  # the case must wrap at the padded width
-    kernel = _load(kernel_source("mm_aligned", spec, TILE, "ieee", 1), "mm_aligned", folder)
+    kernel = load_kernel(kernel_source("mm_aligned", spec, TILE, "ieee", 1), "mm_aligned", folder)
     kernel[grid(spec, TILE, 1)](copies[0], copies[1], out)
     return ((out.double() - exact).abs() / (1e-5 + 1e-5 * scale)).max().item()
 
@@ -156,14 +156,14 @@ def _matmul_error(name: str, case: tuple, folder: Path) -> float:
     bias_stride = (0, *bias.stride()) if bias is not None else None
     spec = MatmulSpec(batch, m, n, k, a.stride(), b.stride(), out.stride(), bias_stride, alpha, beta)
     index = len(list(folder.iterdir()))
-    kernel = _load(kernel_source(f"mm_{index}", spec, TILE, "ieee", split), f"mm_{index}", folder)
+    kernel = load_kernel(kernel_source(f"mm_{index}", spec, TILE, "ieee", split), f"mm_{index}", folder)
     extra = [bias] if bias is not None else []
     if split == 1:
         kernel[grid(spec, TILE, split)](a, b, *extra, out)
     else:
         work = torch.empty(split, batch, m, n)
         kernel[grid(spec, TILE, split)](a, b, work)
-        reduce = _load(reduce_source(f"add_{index}", spec, split), f"add_{index}", folder)
+        reduce = load_kernel(reduce_source(f"add_{index}", spec, split), f"add_{index}", folder)
         reduce[(reduce_grid(spec),)](work, *extra, out)
     return ((out.double() - exact).abs() / (1e-5 + 1e-5 * scale)).max().item()
 
