@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,7 @@ from model_server.api import ConvertRequest
 from model_server.backends import BackendConfig, BackendError, GenerationRequest, collect, create_backend, inductor
 from model_server.backends.inductor import InductorBackend
 from model_server.inductor.rewrite import Variant, rewrite
-from model_server.loop import convert
+from model_server.loop import Outcome, convert
 from tests.conftest import FIXTURES
 from tests.model_server.events import without_heartbeats
 from tests.model_server.inductor_fixtures import FIXTURES as INDUCTOR_FIXTURES
@@ -597,6 +598,15 @@ def test_the_deadline_bounds_inductors_compile(tmp_path):
         )[0]
 
 
+def _convert_on_gpu(task: Path, cache: Path, name: str | None = None) -> tuple[Outcome, dict[str, tuple]]:
+    """`task` converted by the built-in backend on a GPU (4 candidates, one round, 2 trials), and each attempt's
+    policy, verdict and message by its label."""
+    request = ConvertRequest(task=task.read_text(), task_name=name or task.stem, samples=4, rounds=1, trials=2)
+    with VerifierPool(size=2, device="cuda") as gpu:
+        outcome = convert(request, InductorBackend(cache=cache), gpu)
+    return outcome, {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+
+
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_on_a_gpu_a_large_k_matmul_gets_the_project_s_split_k_kernel_and_an_all_triton_result(tmp_path):
@@ -604,10 +614,7 @@ def test_on_a_gpu_a_large_k_matmul_gets_the_project_s_split_k_kernel_and_an_all_
     candidate was a hybrid (KernelBench L1 6, 2026-11-28). Both tf32x3 tiles of that kernel split K and verify,
     and the chosen candidate is all Triton."""
     task = FIXTURES / "gpu" / "matmul_large_k.py"
-    request = ConvertRequest(task=task.read_text(), task_name="matmul_large_k", samples=4, rounds=1, trials=2)
-    with VerifierPool(size=2, device="cuda") as gpu:
-        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
-    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    outcome, verdicts = _convert_on_gpu(task, tmp_path)
     own = [a for a in outcome.attempts if a.label.startswith(inductor.OWN_MATMUL) and "tf32x3" in a.label]
     assert len(own) == 2 and all(a.report.verdict == "correct" and a.policy == "strict" for a in own), verdicts
     assert all("matmul_splits_kernel_" in a.source for a in own)
@@ -634,10 +641,7 @@ def test_on_a_gpu_a_softmax_gets_a_looped_reductions_candidate_that_verifies(tmp
     """Rows of 200 are held whole by Inductor's default kernel; the looped compile, tuned, is a candidate of its
     own, all Triton and correct."""
     task = TASKS / "softmax.py"
-    request = ConvertRequest(task=task.read_text(), task_name=task.stem, samples=4, rounds=1, trials=2)
-    with VerifierPool(size=2, device="cuda") as gpu:
-        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
-    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    outcome, verdicts = _convert_on_gpu(task, tmp_path)
     [looped] = [a for a in outcome.attempts if a.label == inductor.LOOPED]
     assert looped.report.verdict == "correct" and looped.policy == "strict", verdicts
     assert "for r0_offset in tl.range(0, r0_numel, R0_BLOCK)" in looped.source and outcome.best is not None
@@ -668,10 +672,7 @@ def test_on_a_gpu_a_convolution_the_templates_did_not_take_gets_verified_triton_
     a convolution Inductor's templates take: its template candidates, IEEE and tf32x3, are all Triton and correct,
     where before the only candidate was cuDNN's."""
     task = FIXTURES / "gpu" / "conv1d_dilated.py"
-    request = ConvertRequest(task=task.read_text(), task_name="conv1d_dilated", samples=4, rounds=1, trials=2)
-    with VerifierPool(size=2, device="cuda") as gpu:
-        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
-    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    outcome, verdicts = _convert_on_gpu(task, tmp_path)
     templates = [a for a in outcome.attempts if a.label.startswith("Inductor max-autotune Triton templates")]
     assert len(templates) == 2 and all(a.report.verdict == "correct" for a in templates), verdicts
     assert all(a.policy == "strict" and "extern_kernels" not in a.source for a in templates), verdicts
@@ -684,10 +685,7 @@ def test_on_a_gpu_a_strided_transposed_convolution_becomes_the_project_s_kernel_
     variants with the project's transposed kernel (one program per block of an output phase) verify, all Triton,
     at both tf32x3 tiles, and the templates compile (a template per phase) is stopped as unneeded."""
     task = FIXTURES / "gpu" / "conv_transpose_strided.py"
-    request = ConvertRequest(task=task.read_text(), task_name="conv_transpose_strided", samples=4, rounds=1, trials=2)
-    with VerifierPool(size=2, device="cuda") as gpu:
-        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
-    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    outcome, verdicts = _convert_on_gpu(task, tmp_path)
     own = [a for a in outcome.attempts if a.label.startswith(inductor.OWN_CONV)]
     assert sum("tf32x3" in a.label for a in own) == 2, verdicts
     assert all(a.report.verdict == "correct" and a.policy == "strict" for a in own), verdicts
@@ -702,10 +700,7 @@ def test_on_a_gpu_few_channel_and_depthwise_convolutions_are_converted_to_verifi
     """An RGB convolution (a product of patches, on the matmul templates) then a depthwise one (a sum over taps):
     the chosen candidate is all Triton and correct, in IEEE and tf32x3 alike."""
     task = FIXTURES / "gpu" / "conv_few_channels_depthwise.py"
-    request = ConvertRequest(task=task.read_text(), task_name="rgb_depthwise", samples=4, rounds=1, trials=2)
-    with VerifierPool(size=2, device="cuda") as gpu:
-        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
-    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    outcome, verdicts = _convert_on_gpu(task, tmp_path, "rgb_depthwise")
     strict = [a for a in outcome.attempts if a.policy == "strict"]
     assert strict and all(a.report.verdict == "correct" for a in strict), verdicts
     assert {"IEEE", "tf32x3"} <= {"tf32x3" if "tf32x3" in a.label else "IEEE" for a in strict}, verdicts
@@ -720,10 +715,7 @@ def test_on_a_gpu_library_convolutions_become_the_project_s_kernel_and_it_is_cho
     implicit-GEMM kernel verify, all Triton, and one is chosen over the hybrid (it ran at 2x of cuDNN's fp32).
     The templates compile, which that kernel makes unneeded, is stopped: only the default capture is cached."""
     task = FIXTURES / "gpu" / "conv_channels.py"
-    request = ConvertRequest(task=task.read_text(), task_name="conv_channels", samples=4, rounds=1, trials=2)
-    with VerifierPool(size=2, device="cuda") as gpu:
-        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
-    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    outcome, verdicts = _convert_on_gpu(task, tmp_path)
     own = [a for a in outcome.attempts if a.label.startswith(inductor.OWN_CONV)]
     assert sum("tf32x3" in a.label for a in own) == 2, verdicts
     assert all(a.report.verdict == "correct" and a.policy == "strict" for a in own), verdicts
@@ -739,10 +731,7 @@ def test_on_a_gpu_pools_inductor_hands_to_aten_are_converted_to_verified_triton(
     """A 27-element overlapping average pool and an uneven adaptive one, which torch.compile leaves to ATen (so
     before, no candidate was Triton and the task was refused): the rewrite is chosen, all Triton and correct."""
     task = FIXTURES / "gpu" / "pool3d.py"
-    request = ConvertRequest(task=task.read_text(), task_name="pool3d", samples=4, rounds=1, trials=2)
-    with VerifierPool(size=2, device="cuda") as gpu:
-        outcome = convert(request, InductorBackend(cache=tmp_path), gpu)
-    verdicts = {a.label: (a.policy, a.report.verdict, a.report.message) for a in outcome.attempts}
+    outcome, verdicts = _convert_on_gpu(task, tmp_path)
     assert outcome.best is not None and outcome.best.label == inductor.LIBRARY_REWRITTEN, verdicts
     assert outcome.best.policy == "strict" and outcome.best.report.reward == 1.0, verdicts
     assert "aten." not in outcome.best.source
