@@ -13,7 +13,7 @@ stride, padding and dilation is a constant of the kernel; its input, weight and 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from model_server.inductor.launcher import extent
 
@@ -57,6 +57,23 @@ class ConvSpec:
     def group_out(self) -> int:
         """Output channels of one group."""
         return self.w_size[1] if self.transposed else self.w_size[0] // self.groups
+
+    def as_3d(self) -> ConvSpec:
+        """The same convolution with leading spatial dims of size 1 (kernel 1, stride 1, no padding) up to three,
+        so that the kernels treat every convolution as a 3-D one."""
+        pad = 3 - self.dims
+        return replace(
+            self,
+            x_size=spatial3(self.x_size, 1, pad),
+            x_stride=spatial3(self.x_stride, 0, pad),
+            w_size=spatial3(self.w_size, 1, pad),
+            w_stride=spatial3(self.w_stride, 0, pad),
+            out_size=spatial3(self.out_size, 1, pad),
+            out_stride=spatial3(self.out_stride, 0, pad),
+            stride=(1,) * pad + tuple(self.stride),
+            padding=(0,) * pad + tuple(self.padding),
+            dilation=(1,) * pad + tuple(self.dilation),
+        )
 
     def check(self) -> None:
         """Raise ConvShapeError unless the sizes agree with each other as the convolution's must."""
@@ -119,12 +136,11 @@ def kernel_source(name: str, spec: ConvSpec, tile: dict, precision: str) -> str:
     if spec.transposed:
         raise ConvShapeError("a transposed convolution (conv_transpose_gemm renders those)")
     tile = fitted_tile(spec, tile)
-    pad = 3 - spec.dims  # leading size-1 spatial dims, so every convolution is a 3-D one
-    x_size, w_size, out_size = (spatial3(s, 1, pad) for s in (spec.x_size, spec.w_size, spec.out_size))
-    x_stride, w_stride, out_stride = (spatial3(s, 0, pad) for s in (spec.x_stride, spec.w_stride, spec.out_stride))
-    step, dilation = ((1,) * pad + tuple(v) for v in (spec.stride, spec.dilation))
-    padding = (0,) * pad + tuple(spec.padding)
-    group_in, group_out = w_size[1], w_size[0] // spec.groups
+    as_3d = spec.as_3d()
+    x_size, w_size, out_size = as_3d.x_size, as_3d.w_size, as_3d.out_size
+    x_stride, w_stride, out_stride = as_3d.x_stride, as_3d.w_stride, as_3d.out_stride
+    step, padding, dilation = as_3d.stride, as_3d.padding, as_3d.dilation
+    group_in, group_out = spec.group_in, spec.group_out
     taps = math.prod(w_size[2:])
     by_tap = group_in >= MIN_CHANNEL_BLOCK
     block_k = tile["BLOCK_K"]
@@ -164,7 +180,7 @@ def kernel_source(name: str, spec: ConvSpec, tile: dict, precision: str) -> str:
         inside=_INSIDE_BY_TAP if padded and by_tap else "",
         inside_flat=_INSIDE_FLAT if padded and not by_tap else "",
     )
-    source += _TAIL_BIAS if spec.bias else ""
+    source += TAIL_BIAS if spec.bias else ""
     source += _TAIL
     return source
 
@@ -280,7 +296,7 @@ _INSIDE_FLAT = """        d = d0[:, None] + (kd * DIL_D)[None, :]
         a_ok = a_ok & (d >= 0) & (d < IN_D) & (h >= 0) & (h < IN_H) & (w >= 0) & (w < IN_W)
 """
 
-_TAIL_BIAS = """    acc += tl.load(bias_ptr + group * GROUP_OUT + columns, mask=column_ok, other=0.0)[None, :]
+TAIL_BIAS = """    acc += tl.load(bias_ptr + group * GROUP_OUT + columns, mask=column_ok, other=0.0)[None, :]
 """
 
 _TAIL = """    out_rows = n * SO_N + od * SO_D + oh * SO_H + ow * SO_W

@@ -18,11 +18,11 @@ import math
 
 from model_server.inductor.conv_gemm import (
     MIN_CHANNEL_BLOCK,
+    TAIL_BIAS,
     ConvShapeError,
     ConvSpec,
     constant_lines,
     fitted_tile,
-    spatial3,
 )
 from model_server.inductor.launcher import extent
 
@@ -47,11 +47,10 @@ def kernel_source(name: str, spec: ConvSpec, tile: dict, precision: str) -> str:
             f"{spec.group_in} input channels per group, fewer than the {MIN_CHANNEL_BLOCK} a tap's block reads"
         )
     tile = fitted_tile(spec, tile)
-    pad = 3 - spec.dims
-    x_size, w_size, out_size = (spatial3(s, 1, pad) for s in (spec.x_size, spec.w_size, spec.out_size))
-    x_stride, w_stride, out_stride = (spatial3(s, 0, pad) for s in (spec.x_stride, spec.w_stride, spec.out_stride))
-    step, dilation = ((1,) * pad + tuple(v) for v in (spec.stride, spec.dilation))
-    padding = (0,) * pad + tuple(spec.padding)
+    as_3d = spec.as_3d()
+    x_size, w_size, out_size = as_3d.x_size, as_3d.w_size, as_3d.out_size
+    x_stride, w_stride, out_stride = as_3d.x_stride, as_3d.w_stride, as_3d.out_stride
+    step, padding, dilation = as_3d.stride, as_3d.padding, as_3d.dilation
     constants = {
         "GROUP_IN": spec.group_in,
         "GROUP_OUT": spec.group_out,
@@ -86,7 +85,7 @@ def kernel_source(name: str, spec: ConvSpec, tile: dict, precision: str) -> str:
     source += "".join(_PHASE_AXIS.format(a=a.lower(), A=a) for a in AXES)
     source += _ROWS
     source += _BY_TAP.format(precision=precision)
-    source += _TAIL_BIAS if spec.bias else ""
+    source += TAIL_BIAS if spec.bias else ""
     source += _TAIL
     return source
 
@@ -168,9 +167,6 @@ _BY_TAP = """    for step in range(tl.where(live, taps * K_BLOCKS, 0)):
         b_offsets = channels[:, None] * SW_CI + later
         b = tl.load(w_columns[None, :] + b_offsets, mask=channel_ok[:, None] & column_ok[None, :], other=0.0)
         acc = tl.dot(a, b, acc, input_precision="{precision}")
-"""
-
-_TAIL_BIAS = """    acc += tl.load(bias_ptr + group * GROUP_OUT + columns, mask=column_ok, other=0.0)[None, :]
 """
 
 _TAIL = """    od = jd * STRIDE_D + r_d - PAD_D
