@@ -3,10 +3,7 @@ against PyTorch's convolution in float64."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,9 +20,9 @@ from model_server.inductor.conv_gemm import (
     relayout_grid,
     relayout_source,
 )
+from tests.model_server.interpreted import load_kernel, run_cases
 
 TILE = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16}
-ROOT = Path(__file__).resolve().parents[2]
 CASES = {
     # name: (input size, weight size, stride, padding, dilation, groups, input channels last)
     "2-D, channels last, block of channels per tap": ((2, 32, 9, 11), (24, 32, 3, 3), 1, 0, 1, 1, True),
@@ -43,12 +40,7 @@ RELAYOUT = "relayout of a transposed view"
 def interpreted(tmp_path_factory) -> dict[str, float]:
     """Every case run once in a process of its own with Triton's interpreter switched on before Triton is
     imported (a process that imported it first keeps compiled versions of `tl.zeros` and friends)."""
-    folder = tmp_path_factory.mktemp("conv_gemm")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    command = [sys.executable, "-m", "tests.model_server.test_conv_gemm", str(folder)]
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.splitlines()[-1])
+    return run_cases("tests.model_server.test_conv_gemm", tmp_path_factory.mktemp("conv_gemm"))
 
 
 @pytest.mark.parametrize("bias", [False, True], ids=["no bias", "bias"])
@@ -126,15 +118,6 @@ def _convolution_error(case: tuple, bias: bool, folder: Path) -> float:
     kernel = load_kernel(kernel_source(name, spec, TILE, "ieee"), name, folder)
     kernel[grid(spec, TILE)](x, w, *([b] if bias else []), out)
     return ((out.double() - exact).abs() / (1e-5 + 1e-5 * exact.abs())).max().item()
-
-
-def load_kernel(source: str, name: str, folder: Path):
-    path = folder / f"{name}.py"
-    path.write_text("import triton\nimport triton.language as tl\n\n\n" + source)
-    spec = importlib.util.spec_from_file_location(f"rendered_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
 
 
 if __name__ == "__main__":

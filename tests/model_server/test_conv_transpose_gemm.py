@@ -4,8 +4,6 @@ in Triton's interpreter against PyTorch's in float64."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,10 +13,9 @@ import torch.nn.functional as F
 
 from model_server.inductor import conv_transpose_gemm
 from model_server.inductor.conv_gemm import ConvShapeError, ConvSpec, channels_last, kernel_source
-from tests.model_server.test_conv_gemm import load_kernel
+from tests.model_server.interpreted import load_kernel, run_cases
 
 TILE = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16}
-ROOT = Path(__file__).resolve().parents[2]
 CASES = {
     # name: (input size, weight size, stride, padding, dilation, output padding, groups, input channels last)
     "2-D, stride 1": ((2, 16, 5, 6), (16, 8, 3, 3), 1, 0, 1, 0, 1, True),
@@ -41,12 +38,7 @@ CASES = {
 def interpreted(tmp_path_factory) -> dict[str, float]:
     """Every case run once in a process of its own with Triton's interpreter switched on before Triton is
     imported."""
-    folder = tmp_path_factory.mktemp("conv_transpose_gemm")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    command = [sys.executable, "-m", "tests.model_server.test_conv_transpose_gemm", str(folder)]
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.splitlines()[-1])
+    return run_cases("tests.model_server.test_conv_transpose_gemm", tmp_path_factory.mktemp("conv_transpose_gemm"))
 
 
 @pytest.mark.parametrize("bias", [False, True], ids=["no bias", "bias"])

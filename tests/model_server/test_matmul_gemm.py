@@ -4,8 +4,6 @@ in float64: shapes that are not multiples of the tile, split K with a tail, a ba
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,10 +24,9 @@ from model_server.inductor.matmul_gemm import (
     reduce_source,
     split_of,
 )
-from tests.model_server.test_conv_gemm import load_kernel
+from tests.model_server.interpreted import load_kernel, run_cases
 
 TILE = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 4}
-ROOT = Path(__file__).resolve().parents[2]
 CASES = {
     # name: (batch, M, N, K, split, bias, alpha, beta, A transposed)
     "irregular M, N and K, no split": (1, 50, 70, 45, 1, None, 1.0, 1.0, False),
@@ -46,12 +43,7 @@ ALIGNED_CASE = "rows of 147 and 93 floats copied into aligned rows first"
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory) -> dict[str, float]:
     """Every case run in a process of its own with Triton's interpreter switched on before Triton is imported."""
-    folder = tmp_path_factory.mktemp("matmul_gemm")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    command = [sys.executable, "-m", "tests.model_server.test_matmul_gemm", str(folder)]
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.splitlines()[-1])
+    return run_cases("tests.model_server.test_matmul_gemm", tmp_path_factory.mktemp("matmul_gemm"))
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASES.keys())
