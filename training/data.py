@@ -59,7 +59,9 @@ class DataArgs:
     """What `python -m training.data` builds."""
 
     output_dir: str = field(default="", metadata={"help": "directory for the JSONL files and the datasheet"})
-    tasks: list[str] = field(default_factory=list, metadata={"help": "directories of KernelBench task modules"})
+    tasks: list[str] = field(
+        default_factory=list, metadata={"help": "KernelBench task modules: directories of them, or the files"}
+    )
     harvest: list[str] = field(
         default_factory=list,
         metadata={"help": f"libraries whose building blocks become tasks: {', '.join(harvest.LIBRARIES)}"},
@@ -140,9 +142,9 @@ class DataArgs:
             synth.check(self.sizes, tuple(self.dtypes), tuple(self.families), self.max_ops)
         except ValueError as exc:
             raise ValueError(f"synthetic tasks (--dtypes, --families, --max-ops): {exc}") from exc
-        missing = [d for d in self.tasks if not Path(d).is_dir()]
+        missing = [d for d in self.tasks if not Path(d).is_dir() and not (Path(d).is_file() and d.endswith(".py"))]
         if missing:
-            raise ValueError(f"--tasks: not a directory: {', '.join(missing)}")
+            raise ValueError(f"--tasks: neither a directory nor a .py file: {', '.join(missing)}")
         for spec in self.decontaminate:
             try:
                 _evaluation_suite(spec, self.ngram)
@@ -199,8 +201,8 @@ def collect(args: DataArgs) -> tuple[list[Task], dict]:
     """The tasks to build from, after duplicates, contamination and sharding; and the counts of each step."""
     counts = collections.Counter()
     found: list[tuple[str, str, str, tuple[str, ...]]] = []  # name, source, origin, families
-    for directory in map(Path, args.tasks):
-        for path in sorted(directory.glob("*.py")):
+    for place in map(Path, args.tasks):
+        for path in sorted(place.glob("*.py")) if place.is_dir() else [place]:
             source = path.read_text(errors="replace")
             if "class Model" not in source:
                 continue

@@ -1,21 +1,38 @@
 """What the training tests share: a tiny Llama built from scratch (no weights can be downloaded here), how a
-command's exit code and error output are read, and a `training.eval` output directory written by hand for the
-tools that read one."""
+command's exit code and error output are read, a `training.eval` output directory written by hand for the tools
+that read one, and the CPU smoke's commands as its configs document them."""
 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.model_server.tiny_model import build_tiny_llama
+from tests.test_project import ROOT
+
+SMOKE_CONFIGS = {"sft": "sft-cpu-smoke.yaml", "grpo": "grpo-cpu-smoke.yaml", "eval": "eval-cpu-smoke.yaml"}
 
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory) -> Path:
     return build_tiny_llama(tmp_path_factory.mktemp("model"))
+
+
+def smoke_commands() -> dict[str, list[str]]:
+    """The arguments of the `python -m training.X ...` commands that the smoke configs' comments give, by X (the
+    first of each): data, scratch, sft, grpo and eval, in that order."""
+    found: dict[str, list[str]] = {}
+    for name in SMOKE_CONFIGS.values():
+        for line in (ROOT / "training" / "configs" / name).read_text().splitlines():
+            start = line.find("python -m training.") if line.startswith("#") else -1
+            if start >= 0:
+                words = shlex.split(line[start:])
+                found.setdefault(words[2].removeprefix("training."), words[3:])
+    return found
 
 
 def outcome(main: Callable[[list[str]], int], argv: list[str], capsys) -> tuple[int, str]:

@@ -62,7 +62,8 @@ def test_shards_split_the_tasks_between_them_and_splits_are_stable(tmp_path):
         (["--shard", "2/2"], "--shard must be i/n"),
         (["--profiles", "nope"], "unknown profile"),
         (["--val-fraction", "0.6", "--test-fraction", "0.5"], "add up to less than 1"),
-        (["--tasks", "no/such/dir"], "--tasks: not a directory: no/such/dir"),
+        (["--tasks", "no/such/dir"], "--tasks: neither a directory nor a .py file: no/such/dir"),
+        (["--tasks", "README.md"], "--tasks: neither a directory nor a .py file: README.md"),
     ],
 )
 def test_bad_arguments_are_named(tmp_path, capsys, flags, message):
