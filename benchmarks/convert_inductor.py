@@ -1,6 +1,7 @@
 """`tritonize convert --backend inductor` on a set of tasks: what it chose, how fast that is, how long it took.
 
     python benchmarks/convert_inductor.py [TASK ...] [--device cuda] [--samples 4] [--dynamic SPEC] [--json FILE]
+        [--seed-model MODEL]
     python benchmarks/convert_inductor.py --table RUN.json [RUN.json ...]
 
 Default tasks: benchmarks/tasks/published/*.py (KernelBench level 1/2 problems at their published sizes). Each
@@ -11,7 +12,9 @@ each capture process starts with its compile, as in one `tritonize convert`). Pr
 geometric means of the chosen candidates' speedups: all tasks, and the tasks that have a matmul or convolution
 (a template or library variant). `--table` prints the same table from the `--json` files of earlier runs (a
 later file's row replaces an earlier one of the same task), for a table assembled from runs split over several
-machines' sessions.
+machines' sessions. `--seed-model MODEL` converts as `tritonize convert --backend transformers --model MODEL
+--seed-from inductor` does: round 1 is the built-in backend's, later rounds ask the model for a faster kernel than the
+best verified one; each row then says how many of the model's candidates verified and whether one was chosen.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 from pathlib import Path
 
 from model_server.api import ConvertRequest
+from model_server.backends import BackendConfig, create_backend
 from model_server.backends.inductor import InductorBackend
 from model_server.loop import ConvertError, Outcome, convert
 from verifier import Task, TaskError, VerifierPool
@@ -55,6 +59,12 @@ def main() -> None:
     parser.add_argument(
         "--dynamic", metavar="SPEC", help="as `tritonize convert --dynamic`: kernels for other sizes (default: none)"
     )
+    parser.add_argument(
+        "--seed-model",
+        metavar="MODEL",
+        help="a model directory for the transformers backend, asked for a faster kernel after the built-in backend's "
+        "round (as `--seed-from inductor`; default: the built-in backend alone)",
+    )
     parser.add_argument("--json", help="also write every row here")
     parser.add_argument("--table", nargs="+", metavar="RUN.json", help="print the table of earlier runs instead")
     args = parser.parse_args()
@@ -69,9 +79,10 @@ def main() -> None:
     missing = [str(path) for path in paths if not path.is_file()]
     if missing:
         parser.error(f"no such task: {', '.join(missing)} (names are files of {TASKS})")
-    backend = InductorBackend()
+    backend = _backend(args.seed_model, args.device)
+    inductor = backend.seed if args.seed_model else backend
     if not args.no_spares:  # as the server does: each compile in a capture process started ahead
-        backend.start_spares(args.device)
+        inductor.start_spares(args.device)
     options = {"samples": args.samples, "rounds": args.rounds, "trials": args.trials, "policy": args.policy}
     options["dynamic"] = args.dynamic
     rows = []
@@ -83,8 +94,16 @@ def main() -> None:
             print(_line(row), flush=True)
             if args.json:
                 Path(args.json).write_text(json.dumps(rows, indent=1))
-    backend.close()
+    inductor.close()
     print(_summary(rows))
+
+
+def _backend(seed_model: str | None, device: str):
+    """The built-in backend, or (with a model) the transformers backend seeded by it."""
+    if seed_model is None:
+        return InductorBackend()
+    config = BackendConfig(name="transformers", model=seed_model, device=device, seed_from="inductor")
+    return create_backend(config)
 
 
 def _task_path(name: str) -> Path:
@@ -105,7 +124,7 @@ def _convert(path: Path, backend, pool: VerifierPool, options: dict) -> dict:
         return {"task": path.stem, "verdict": "error", "error": str(exc), "seconds": time.perf_counter() - started}
     row = {"task": path.stem, "seconds": time.perf_counter() - started, **_chosen(outcome)}
     row["events"] = [(round(at - started, 1), text) for at, text in phases]
-    made = [at for at, text in row["events"] if f"{backend.name} made" in text and "still generating" not in text]
+    made = [at for at, text in row["events"] if " made " in text and "still generating" not in text]
     row["generation_seconds"] = made[0] if made else None  # round 1's candidates all made
     row["attempts"] = [
         {
@@ -118,6 +137,11 @@ def _convert(path: Path, backend, pool: VerifierPool, options: dict) -> dict:
         }
         for a in outcome.attempts
     ]
+    if getattr(backend, "improves", False):  # the model's candidates carry no label; the built-in ones always do
+        model_attempts = [a for a in outcome.attempts if not a.label]
+        row["model_candidates"] = len(model_attempts)
+        row["model_verified"] = sum(a.report.verdict == "correct" for a in model_attempts)
+        row["model_chosen"] = outcome.best is not None and not outcome.best.label
     row["library"] = any(a.policy == "hybrid" or "template" in a.label for a in outcome.attempts)
     return row
 
@@ -143,6 +167,9 @@ def _chosen(outcome: Outcome) -> dict:
 def _line(row: dict) -> str:
     speed = f"{_x(row.get('vs_eager')):>8} {_x(row.get('vs_compile')):>10}"
     what = row.get("label") or row.get("error", "")[:100]
+    if "model_candidates" in row:
+        what = "the model's kernel" if row["model_chosen"] else what
+        what += f" [model: {row['model_verified']} of {row['model_candidates']} verified]"
     tried = len(row.get("attempts", []))
     generation = row.get("generation_seconds")
     generation = "-" if generation is None else f"{generation:.1f}"
