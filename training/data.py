@@ -14,7 +14,10 @@ Written to the output directory:
 - `rl.PROFILE.jsonl`: one record per task (no completion), for GRPO and evaluation;
 - `sft.PROFILE.jsonl`: one record per task whose Triton, from the built-in `inductor` backend, the verifier found
   correct under the strict policy (the completion: an optional rationale read from the kernel, then the module in
-  a ```python block; the verifier's report beside it);
+  a ```python block; the verifier's report beside it; `kind` is `convert`). With `--improve` (GPU, `--timing`),
+  also one row of `kind` `improve` per task whose fastest verified candidate is at least 1.05x faster than the first
+  one to verify: the prompt of `--seed-from inductor` showing that first kernel with its time, the faster kernel as
+  the reply (`training.improve`);
 - `progress.jsonl`: each task's SFT outcome (a re-run on the same directory skips the tasks it lists);
 - `datasheet.json`: counts, removals, contamination hits per suite, rejections by verdict and rule, op families;
 - `config.yaml`: the resolved arguments.
@@ -38,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from model_server import prompts
-from training import config, harvest, jsonl, suites, synth
+from training import config, harvest, improve, jsonl, suites, synth
 from training.dedup import Suite, computation_id, duplicate_key, model_ngrams, task_id
 from training.rationale import rationale
 
@@ -112,6 +115,14 @@ class DataArgs:
     timing: bool = field(
         default=False, metadata={"help": "time each kept pair against eager and torch.compile (GPU; slower)"}
     )
+    improve: bool = field(
+        default=False,
+        metadata={
+            "help": "also verify and time every all-Triton candidate (GPU, with --timing) and add an improve pair "
+            "where one is at least 1.05x faster than the first that verifies: that kernel and its time in the "
+            "prompt of --seed-from inductor, the faster one as the reply"
+        },
+    )
     timeout: float = field(default=120.0, metadata={"help": "seconds per verification run"})
     workers: int = field(default=2, metadata={"help": "tasks converted and verified at once"})
     max_minutes: float = field(
@@ -142,6 +153,8 @@ class DataArgs:
             synth.check(self.sizes, tuple(self.dtypes), tuple(self.families), self.max_ops)
         except ValueError as exc:
             raise ValueError(f"synthetic tasks (--dtypes, --families, --max-ops): {exc}") from exc
+        if self.improve and (not self.timing or self.device == "cpu"):
+            raise ValueError("--improve orders candidates by measured time: it needs --timing and --device cuda")
         missing = [d for d in self.tasks if not Path(d).is_dir() and not (Path(d).is_file() and d.endswith(".py"))]
         if missing:
             raise ValueError(f"--tasks: neither a directory nor a .py file: {', '.join(missing)}")
@@ -171,8 +184,12 @@ class Task:
     computation: str  # `dedup.computation_id`: the same for one block at each size tier
 
 
+class DataError(Exception):
+    """What the data command cannot do on this machine, said in one line."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    return config.main(DataArgs, build, argv, __doc__, "python -m training.data")
+    return config.main(DataArgs, build, argv, __doc__, "python -m training.data", refused=(DataError,))
 
 
 def build(args: DataArgs) -> None:
@@ -410,6 +427,8 @@ def build_sft(tasks: list[Task], args: DataArgs, out: Path) -> None:
         ThreadPoolExecutor(max_workers=args.workers) as workers,
         contextlib.ExitStack() as files,
     ):
+        if args.improve and pool.device != "cuda":
+            raise DataError("--improve orders candidates by measured time, and nothing is timed without a GPU")
         pairs = {p: files.enter_context(records_path(out, "sft", p).open("a")) for p in args.profiles}
         progress = files.enter_context((out / "progress.jsonl").open("a"))
         futures = {workers.submit(_convert, task, backend, pool, args): task for task in pending}
@@ -426,19 +445,34 @@ def build_sft(tasks: list[Task], args: DataArgs, out: Path) -> None:
             if outcome["kept"]:
                 for profile, file in pairs.items():
                     pair = record(task, profile)
+                    pair["kind"] = "convert"
                     pair["completion"] = completion(profile, outcome["candidate"], args.rationale)
                     pair["report"] = outcome["report"]
                     file.write(json.dumps(pair) + "\n")
+                    if "improve" in outcome:
+                        file.write(json.dumps(_improve_pair(task, profile, outcome["improve"], args)) + "\n")
                     file.flush()
-            progress.write(json.dumps({"id": task.id, **{k: v for k, v in outcome.items() if k != "candidate"}}))
+            line = {k: v for k, v in outcome.items() if k not in ("candidate", "improve")}
+            if "improve" in outcome:
+                line["improve"] = improve.summary(*outcome["improve"])
+            progress.write(json.dumps({"id": task.id, **line}))
             progress.write("\n")
             progress.flush()
             rate = number / max(time.monotonic() - started, 1e-9) * 60
             _log(f"[{number}/{len(pending)}] {task.name}: {outcome['verdict']} ({rate:.1f} tasks/min)")
 
 
+def _improve_pair(task: Task, profile: str, chosen: tuple[improve.Timed, improve.Timed], args: DataArgs) -> dict:
+    """The SFT row that shows the seed kernel with its time and answers with the faster one (`training.improve`)."""
+    seed, fastest = chosen
+    pair = {**record(task, profile), "kind": "improve", "prompt": improve.prompt(profile, task.source, seed)}
+    pair["completion"] = completion(profile, fastest.source, args.rationale)
+    return {**pair, **improve.summary(seed, fastest)}
+
+
 def _convert(task: Task, backend, pool, args: DataArgs) -> dict:
-    """The first all-Triton candidate of the backend that verifies correct, or why there is none."""
+    """The first all-Triton candidate of the backend that verifies correct, or why there is none; with `--improve`,
+    every candidate is verified and timed, and a seed and a faster kernel are chosen where there are such."""
     from model_server.backends.base import BackendError, GenerationRequest, collect
     from verifier import Task as VerifierTask
     from verifier import TaskError, UsageError
@@ -451,7 +485,7 @@ def _convert(task: Task, backend, pool, args: DataArgs) -> dict:
     strict = [g for g in generated if g.policy == "strict"]
     if not strict:
         return {"kept": False, "verdict": "hybrid_only", "rules": [], "message": "only hybrid candidates"}
-    tried = []
+    tried, verified = [], []
     for number, candidate in enumerate(strict):
         report = pool.verify(
             checked,
@@ -462,16 +496,25 @@ def _convert(task: Task, backend, pool, args: DataArgs) -> dict:
             policy="strict",
             timing=args.timing,
         )
-        if report.verdict == "correct" and report.reward > 0:
-            return {
-                "kept": True,
-                "verdict": "correct",
-                "rules": [],
-                "label": candidate.label,
-                "candidate": candidate.source,
-                "report": report.to_dict(),
-            }
         tried.append(report)
+        if report.verdict == "correct" and report.reward > 0:
+            verified.append((candidate, report))
+            if not args.improve:
+                break
+    if verified:
+        candidate, report = verified[0]
+        outcome = {
+            "kept": True,
+            "verdict": "correct",
+            "rules": [],
+            "label": candidate.label,
+            "candidate": candidate.source,
+            "report": report.to_dict(),
+        }
+        chosen = improve.choose([improve.Timed(c.label, c.source, r.timing or {}) for c, r in verified])
+        if chosen is not None:
+            outcome["improve"] = chosen
+        return outcome
     last = tried[-1]
     return {
         "kept": False,
@@ -490,6 +533,7 @@ def sft_summary(out: Path, profiles: list[str]) -> dict:
         "tasks_converted": len(converted),
         "distinct_computations_converted": len({computation_id(source) for source in converted.values()}),
         "pairs": {profile: len(lines) for profile, lines in pairs.items()},
+        "improve_pairs": {profile: sum(p.get("kind") == "improve" for p in lines) for profile, lines in pairs.items()},
         "rejected_by_verdict": dict(collections.Counter(o["verdict"] for o in rejected)),
         "rejected_by_rule": dict(collections.Counter(rule for o in rejected for rule in o.get("rules", []))),
     }

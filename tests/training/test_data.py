@@ -7,6 +7,7 @@ import json
 
 import datasets
 import pytest
+import torch
 
 from model_server import prompts
 from model_server.backends.base import GenerationRequest, collect
@@ -64,12 +65,23 @@ def test_shards_split_the_tasks_between_them_and_splits_are_stable(tmp_path):
         (["--val-fraction", "0.6", "--test-fraction", "0.5"], "add up to less than 1"),
         (["--tasks", "no/such/dir"], "--tasks: neither a directory nor a .py file: no/such/dir"),
         (["--tasks", "README.md"], "--tasks: neither a directory nor a .py file: README.md"),
+        (["--improve"], "--improve orders candidates by measured time: it needs --timing and --device cuda"),
+        (["--improve", "--timing", "--device", "cpu"], "it needs --timing and --device cuda"),
     ],
 )
 def test_bad_arguments_are_named(tmp_path, capsys, flags, message):
     with pytest.raises(SystemExit) as exited:
         data.main(["--output-dir", str(tmp_path), *flags])
     assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the pool times candidates: see the gpu test")
+def test_improve_pairs_are_refused_where_the_pool_has_no_gpu_to_time_them(tmp_path, capsys):
+    """`--device auto` on a machine without a GPU: the pool verifies on the CPU, where nothing is timed."""
+    argv = ["--output-dir", str(tmp_path), "--tasks", str(TASKS / "relu.py"), "--improve", "--timing"]
+    assert data.main(argv) == 2
+    assert "--improve orders candidates by measured time, and nothing is timed without a GPU" in capsys.readouterr().err
+    assert not (tmp_path / "progress.jsonl").exists()
 
 
 @pytest.mark.slow
@@ -113,7 +125,8 @@ def test_tasks_become_verified_pairs_and_prompts_that_datasets_reads(tmp_path, c
         rl = datasets.load_dataset("json", data_files=str(out / f"rl.{profile}.jsonl"))["train"]
         assert sft.num_rows == len(pairs[profile]) and rl.num_rows == kept
         assert set(rl.column_names) == {"id", "task", "task_origin", "op_families", "profile", "prompt", "split"}
-        assert set(sft.column_names) == set(rl.column_names) | {"completion", "report"}
+        assert set(sft.column_names) == set(rl.column_names) | {"kind", "completion", "report"}
+        assert set(sft["kind"]) == {"convert"}, "without --improve, no improve pairs"
 
     capsys.readouterr()
     assert data.main(flags) == 0
