@@ -1,7 +1,7 @@
 """`tritonize convert --backend inductor` on a set of tasks: what it chose, how fast that is, how long it took.
 
     python benchmarks/convert_inductor.py [TASK ...] [--device cuda] [--samples 4] [--dynamic SPEC] [--json FILE]
-        [--seed-model MODEL]
+        [--seed-model MODEL [--max-tokens N]]
     python benchmarks/convert_inductor.py --table RUN.json [RUN.json ...]
 
 Default tasks: benchmarks/tasks/published/*.py (KernelBench level 1/2 problems at their published sizes). Each
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from model_server.api import ConvertRequest
-from model_server.backends import BackendConfig, create_backend
+from model_server.backends import DEFAULT_MAX_TOKENS, BackendConfig, create_backend
 from model_server.backends.inductor import InductorBackend
 from model_server.loop import ConvertError, Outcome, convert
 from verifier import Task, TaskError, VerifierPool
@@ -65,6 +65,9 @@ def main() -> None:
         help="a model directory for the transformers backend, asked for a faster kernel after the built-in backend's "
         "round (as `--seed-from inductor`; default: the built-in backend alone)",
     )
+    parser.add_argument(
+        "--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="with --seed-model: the most tokens of one reply"
+    )
     parser.add_argument("--json", help="also write every row here")
     parser.add_argument("--table", nargs="+", metavar="RUN.json", help="print the table of earlier runs instead")
     args = parser.parse_args()
@@ -79,7 +82,7 @@ def main() -> None:
     missing = [str(path) for path in paths if not path.is_file()]
     if missing:
         parser.error(f"no such task: {', '.join(missing)} (names are files of {TASKS})")
-    backend = _backend(args.seed_model, args.device)
+    backend = _backend(args.seed_model, args.device, args.max_tokens)
     inductor = backend.seed if args.seed_model else backend
     if not args.no_spares:  # as the server does: each compile in a capture process started ahead
         inductor.start_spares(args.device)
@@ -98,11 +101,13 @@ def main() -> None:
     print(_summary(rows))
 
 
-def _backend(seed_model: str | None, device: str):
+def _backend(seed_model: str | None, device: str, max_tokens: int):
     """The built-in backend, or (with a model) the transformers backend seeded by it."""
     if seed_model is None:
         return InductorBackend()
-    config = BackendConfig(name="transformers", model=seed_model, device=device, seed_from="inductor")
+    config = BackendConfig(
+        name="transformers", model=seed_model, device=device, seed_from="inductor", max_tokens=max_tokens
+    )
     return create_backend(config)
 
 

@@ -23,7 +23,7 @@ def test_a_seeded_row_counts_the_model_s_candidates_and_keeps_the_built_in_kerne
     rows = tmp_path / "run.json"
     run = subprocess.run(
         [sys.executable, str(SCRIPT), "--device", "cpu", "--samples", "2", "--seed-model", str(model),
-         str(ROOT / "tests" / "fixtures" / "tasks" / "relu.py"), "--json", str(rows)],
+         "--max-tokens", "64", str(ROOT / "tests" / "fixtures" / "tasks" / "relu.py"), "--json", str(rows)],
         capture_output=True, text=True, timeout=600, cwd=ROOT,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]

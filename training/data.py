@@ -17,7 +17,7 @@ Written to the output directory:
   a ```python block; the verifier's report beside it; `kind` is `convert`). With `--improve` (GPU, `--timing`),
   also one row of `kind` `improve` per task whose fastest verified candidate is at least 1.05x faster than the first
   one to verify: the prompt of `--seed-from inductor` showing that first kernel with its time, the faster kernel as
-  the reply (`training.improve`);
+  the reply (`training.improve`), which then is the `convert` row's kernel too;
 - `progress.jsonl`: each task's SFT outcome (a re-run on the same directory skips the tasks it lists);
 - `datasheet.json`: counts, removals, contamination hits per suite, rejections by verdict and rule, op families;
 - `config.yaml`: the resolved arguments.
@@ -472,7 +472,7 @@ def _improve_pair(task: Task, profile: str, chosen: tuple[improve.Timed, improve
 
 def _convert(task: Task, backend, pool, args: DataArgs) -> dict:
     """The first all-Triton candidate of the backend that verifies correct, or why there is none; with `--improve`,
-    every candidate is verified and timed, and a seed and a faster kernel are chosen where there are such."""
+    every candidate is verified and timed, and where a seed and a faster kernel are chosen, the faster one."""
     from model_server.backends.base import BackendError, GenerationRequest, collect
     from verifier import Task as VerifierTask
     from verifier import TaskError, UsageError
@@ -502,7 +502,9 @@ def _convert(task: Task, backend, pool, args: DataArgs) -> dict:
             if not args.improve:
                 break
     if verified:
-        candidate, report = verified[0]
+        timed = [improve.Timed(c.label, c.source, r.timing or {}) for c, r in verified]
+        chosen = improve.choose(timed)
+        candidate, report = verified[0] if chosen is None else verified[timed.index(chosen[1])]
         outcome = {
             "kept": True,
             "verdict": "correct",
@@ -511,8 +513,7 @@ def _convert(task: Task, backend, pool, args: DataArgs) -> dict:
             "candidate": candidate.source,
             "report": report.to_dict(),
         }
-        chosen = improve.choose([improve.Timed(c.label, c.source, r.timing or {}) for c, r in verified])
-        if chosen is not None:
+        if chosen is not None:  # the pair of this kind teaches the fastest kernel too
             outcome["improve"] = chosen
         return outcome
     last = tried[-1]
