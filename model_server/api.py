@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-from verifier import UsageError, parse_dynamic
+from verifier import Task, UsageError, parse_dynamic
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -25,7 +25,7 @@ DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 MAX_SOURCE = 512 * 1024
 POLICY = "strict"  # the one default, as for `tritonize verify`: only an all-Triton kernel earns the name
-TASK_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+TASK_NAME = rf"^[A-Za-z_][A-Za-z0-9_]{{0,{Task.MAX_NAME - 1}}}$"
 
 
 def _limits(description: str, **limits: Any) -> dict[str, Any]:
@@ -44,7 +44,7 @@ class ConvertRequest:
         default="task",
         metadata=_limits(
             "the task's module name: a Python identifier of ASCII letters, digits and underscores, not starting "
-            "with a digit, at most 64 characters",
+            f"with a digit, at most {Task.MAX_NAME} characters",
             pattern=TASK_NAME,
         ),
     )
@@ -115,7 +115,7 @@ def field_problem(value: Any, limits: Mapping[str, Any]) -> str | None:
     if "pattern" in limits and not re.match(limits["pattern"], value):
         return (
             "must be a Python identifier (ASCII letters, digits and underscores, not starting with a digit, at most "
-            "64 characters): it names the task's module"
+            f"{Task.MAX_NAME} characters): it names the task's module"
         )
     checks = {
         "ge": (lambda v, b: v >= b, "at least"),

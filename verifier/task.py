@@ -13,19 +13,19 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from verifier.errors import TaskError, UsageError
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 
 
-MAX_NAME = 64  # the longest module name a conversion request takes
-
-
 @dataclass(frozen=True)
 class Task:
     """A KernelBench task module. `name` is the module name it is loaded by (a Python identifier); `origin`
     names it in messages (its path, or `name.py` for a source that came without one)."""
+
+    MAX_NAME: ClassVar[int] = 64  # the longest module name a conversion request takes
 
     source: str
     name: str = "task"
@@ -44,7 +44,7 @@ class Task:
     def named(cls, source: str, name: str, origin: str = "") -> Task:
         """The task named `name` where that is a module name (an ASCII identifier), cut to `MAX_NAME` characters
         (some of KernelBench's file names are longer), else `task`."""
-        name = name[:MAX_NAME]
+        name = name[: cls.MAX_NAME]
         return cls(source, name if name.isidentifier() and name.isascii() else "task", origin)
 
     @classmethod

@@ -9,7 +9,7 @@ import hashlib
 import pytest
 
 from tests.conftest import FIXTURES
-from verifier import Task, TaskError, UsageError, read_source
+from verifier import Task, TaskError, UsageError, read_source, verify
 
 
 def test_the_candidate_sandbox_gets_the_task_without_its_model():
@@ -42,6 +42,18 @@ def test_a_source_without_a_file_is_named_by_its_module(tmp_path):
     accented = tmp_path / "relu_é.py"
     accented.write_text(source)
     assert Task.from_file(accented).name == "task", "the API takes ASCII names only"
+
+
+def test_a_candidate_cannot_reach_a_long_named_task_through_its_cut_name(tmp_path):
+    """The cut name is the module the task's sandbox loads; a candidate that imports it to call the reference is
+    refused before it runs, as under a short name."""
+    long = tmp_path / ("relu_" + "x" * 80 + ".py")
+    long.write_text((FIXTURES / "tasks/relu.py").read_text())
+    task = Task.from_file(long)
+    assert len(task.name) == Task.MAX_NAME
+    candidate = f"import torch.nn as nn\nimport {task.name}\n\n\nclass ModelNew({task.name}.Model):\n    pass\n"
+    report = verify(task, candidate, device="cpu", trials=1)
+    assert report.verdict == "rejected" and "TRI314" in {v["rule"] for v in report.violations}, report.message
 
 
 def test_what_is_no_task_is_named_with_file_and_line(tmp_path):
