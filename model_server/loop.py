@@ -85,8 +85,8 @@ def convert(
         except UsageError as exc:
             raise ConvertError(str(exc)) from None
     run = _Run(task, request, backend, pool, emit, cancelled)
-    # while the backend generates, the sandboxes start and the task's baselines are timed (a verification that
-    # wants the slot in use waits for it; GPU measurements never overlap other GPU work)
+    # while the backend generates, the sandboxes start and the task's baselines are timed (on a GPU on the pool's
+    # baseline slot, beside the candidates' verifications; GPU measurements never overlap other GPU work)
     threading.Thread(target=run.warm, name="warm-verifier", daemon=True).start()
     try:
         run.rounds()
@@ -321,12 +321,11 @@ class _RoundVerifier:
 
     @contextlib.contextmanager
     def _turn(self) -> Iterator[None]:
-        """Wait until one more of the task's verifications fits beside those running, which is known once the
-        pool has the task's baseline: two that do not fit would both be lost, one to a retry. (Timing the baseline
-        takes the GPU alone, so a second verification waiting for it loses no time.)"""
+        """Wait until one more of the task's verifications fits beside those running (two that do not fit would
+        both be lost, one to a retry)."""
         warmed = self.run.warmed
         with self.turns:
-            while self.running and (not warmed.is_set() or self.running >= self._fitting()):
+            while self.running and self.running >= self._room(warmed.is_set()):
                 self.turns.wait(timeout=None if warmed.is_set() else 0.1)
             self.running += 1
         try:
@@ -336,8 +335,14 @@ class _RoundVerifier:
                 self.running -= 1
                 self.turns.notify_all()
 
-    def _fitting(self) -> int:
-        return self.run.pool.fitting(self.run.task) or self.run.pool.size
+    def _room(self, warmed: bool) -> int:
+        """How many of the task's verifications may run at once: as many as fit in GPU memory (the pool's size
+        where it cannot tell, as on a CPU), one fewer while the task's baseline runs beside them, and one alone
+        until the pool knows the task's memory (its first measurement of the baseline, a second or two)."""
+        fitting = self.run.pool.fitting(self.run.task)
+        if warmed:
+            return fitting or self.run.pool.size
+        return 1 if fitting is None else max(1, fitting - 1)
 
     def _record(self, index: int, report: Report) -> Attempt:
         candidate = self.submitted[index - 1]

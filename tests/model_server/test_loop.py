@@ -438,10 +438,15 @@ def test_verifications_that_do_not_fit_beside_each_other_run_one_at_a_time():
 
 class _SlowBaselinePool(_OneAtATimePool):
     """A real CPU pool whose baseline timing takes a while (as a torch.compile baseline does on a GPU) and which
-    knows nothing of the task's memory (`fitting` is None, as on a GPU before the baseline)."""
+    knows the task's memory (room for `room` of its verifications at once) or, with None, knows nothing of it (as
+    on a GPU before the baseline's first job has measured it: nothing measures GPU memory here)."""
+
+    def __init__(self, room: int | None):
+        super().__init__()
+        self.room = room
 
     def fitting(self, task):
-        return None
+        return self.room
 
     baseline_done = math.inf
 
@@ -450,9 +455,12 @@ class _SlowBaselinePool(_OneAtATimePool):
         self.baseline_done = time.monotonic()
 
 
-def test_a_second_verification_waits_for_the_baseline_that_says_whether_two_fit():
+@pytest.mark.parametrize("room", [None, 2, 3])
+def test_a_second_verification_runs_beside_the_baseline_only_where_the_task_is_known_to_fit_beside_both(room):
+    """Unknown memory, or room for two (the baseline counts as one): the second candidate waits for the first or
+    the baseline. Room for three: both verify while the baseline runs."""
     correct = (CANDIDATES / "relu_ok.py").read_text()
-    with _SlowBaselinePool() as pool:
+    with _SlowBaselinePool(room) as pool:
         outcome = convert(
             _request(TASKS / "relu.py", samples=2, rounds=1, trials=2),
             ScriptedBackend([[correct, correct.replace("256", "128")]]),
@@ -462,4 +470,7 @@ def test_a_second_verification_waits_for_the_baseline_that_says_whether_two_fit(
         (_, first_end), (second_start, _) = sorted(pool.spans)
         baseline_done = pool.baseline_done
     assert [a.report.verdict for a in outcome.attempts] == ["correct", "correct"]
-    assert second_start >= min(first_end, baseline_done)  # not beside the first until the baseline says it fits
+    if room == 3:
+        assert second_start < min(first_end, baseline_done), (second_start, first_end, baseline_done)
+    else:
+        assert second_start >= min(first_end, baseline_done), (second_start, first_end, baseline_done)

@@ -152,6 +152,29 @@ def test_the_baseline_compiles_beside_other_gpu_work_and_only_its_timing_waits_f
         assert baseline["eager"]["median_ms"] > 0 and baseline["compiled"]["median_ms"] > 0, baseline
 
 
+def test_a_baseline_runs_on_a_slot_of_its_own_and_tells_the_task_s_memory_before_its_compile(tmp_path, monkeypatch):
+    """A conversion's candidates verify beside its baseline: the baseline does not wait for a verification's slot
+    (here the pool's only one is held throughout), and the pool can tell how many of the task's verifications
+    fit once its one eager call has run, seconds before the compile (cold here) and the timings are done."""
+    monkeypatch.setenv("TRITONIZE_CACHE", str(tmp_path))
+    task = Task.from_file(ADD)
+    with VerifierPool(size=1, device="cuda") as pool, pool._slot():
+        timed = threading.Thread(target=pool.time_baseline, args=(task,), daemon=True)
+        timed.start()
+        known_at = None
+        deadline = time.monotonic() + 180
+        while timed.is_alive() and time.monotonic() < deadline:
+            if known_at is None and pool.fitting(task) is not None:
+                known_at = time.monotonic()
+            time.sleep(0.05)
+        done_at = time.monotonic()
+        assert not timed.is_alive(), "the baseline waited for the verification slot"
+        [baseline] = pool.shared.baselines.values()
+        assert baseline["compiled"]["median_ms"] > 0, baseline
+        assert known_at is not None and done_at - known_at > 1.0, (known_at, done_at)
+        assert pool.fitting(task) >= 2
+
+
 def test_verifications_of_one_task_at_once_compile_and_time_its_baselines_once(tmp_path, monkeypatch):
     """The second waits for the first one's baselines instead of compiling the task again beside it."""
     monkeypatch.setenv("TRITONIZE_CACHE", str(tmp_path))

@@ -3,7 +3,8 @@
 A `VerifierPool` owns `size` slots (each a reference zygote and a candidate zygote in their own sandboxes,
 see `verification.Slot`), runs that many verifications at once, and shares one timing lock between them;
 `gpu_lock` keeps every timing run alone on the GPU, across processes too. Zygotes start on first use and stay
-warm between verifications; `warm` starts them ahead and `time_baseline` times a task's baselines ahead.
+warm between verifications; `warm` starts them ahead and `time_baseline` times a task's baselines ahead, on a GPU
+on a slot of their own, so that a conversion's candidates verify beside them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import queue
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -72,6 +74,14 @@ class VerifierPool:
         self._free: queue.Queue[Slot] = queue.Queue()
         for slot in self._slots:
             self._free.put(slot)
+        # Baselines (a compile of the task and timings, 10-20 s) on a slot of their own: on a slot of the `size`,
+        # one of a conversion's first candidates waited for them (H200, 2026-11-29).
+        self._baseline_slot = (
+            Slot("baseline", self._base, self.device, isolate, inductor_cache, self.shared.gpu)
+            if resolved == "cuda"
+            else None
+        )
+        self._baseline_free = threading.Lock()
         self._closed = False
 
     @property
@@ -114,9 +124,15 @@ class VerifierPool:
                 taken.append(self._free.get_nowait())
             except queue.Empty:
                 break
+        zygotes = [zygote for slot in taken for zygote in (slot.reference, slot.candidate)]
+        baseline = self._baseline_slot is not None and self._baseline_free.acquire(blocking=False)
         try:
-            return start_all([zygote for slot in taken for zygote in (slot.reference, slot.candidate)])
+            return start_all(zygotes + ([self._baseline_slot.reference] if baseline else []))
         finally:
+            if baseline:
+                if self._closed:
+                    self._baseline_slot.stop()
+                self._baseline_free.release()
             for slot in taken:
                 if self._closed:  # closed while starting: what started after `close()` stopped the slots
                     slot.stop()
@@ -124,13 +140,15 @@ class VerifierPool:
 
     def fitting(self, task: Task) -> int | None:
         """How many verifications of `task` fit on the GPU at once, judged by the peak memory of its eager run
-        (measured with its baseline timings; None before that, or on a CPU). A verification holds the task's
-        inputs and outputs several times over: guarded and cloned inputs, the candidate's temporaries, the
-        reference's own run."""
-        for key, baseline in list(self.shared.baselines.items()):
-            if key[0] == task.digest and baseline.get("peak_bytes"):
-                usable = USABLE_SHARE * baseline["device_bytes"]
-                return max(1, int(usable // (VERIFICATION_FOOTPRINT * baseline["peak_bytes"])))
+        (measured first thing by `time_baseline`, or with the baseline timings; None before that, or on a CPU). A
+        verification holds the task's inputs and outputs several times over: guarded and cloned inputs, the
+        candidate's temporaries, the reference's own run."""
+        measured = [self.shared.footprints.get(task.digest)]
+        measured += [baseline for key, baseline in list(self.shared.baselines.items()) if key[0] == task.digest]
+        for footprint in measured:
+            if footprint and footprint.get("peak_bytes"):
+                usable = USABLE_SHARE * footprint["device_bytes"]
+                return max(1, int(usable // (VERIFICATION_FOOTPRINT * footprint["peak_bytes"])))
         return None
 
     def time_baseline(
@@ -142,9 +160,10 @@ class VerifierPool:
         **option_values,
     ) -> None:
         """Measure the task's eager and torch.compile timings now, on a free slot, for the verifications of the
-        task that follow (they reuse them); nothing on a CPU. Options as for `verify`."""
+        task that follow (they reuse them); nothing on a CPU. Options as for `verify`. They run on the pool's
+        baseline slot, or, while another task's baselines hold that, on a free slot."""
         opts = _options(options, option_values)
-        with self._slot() as slot:
+        with self._slot_for_baseline() as slot:
             Verification(slot, self.shared, task, task.source, opts, cancelled).time_baseline()
 
     @contextlib.contextmanager
@@ -158,6 +177,19 @@ class VerifierPool:
         finally:
             self._free.put(slot)
 
+    @contextlib.contextmanager
+    def _slot_for_baseline(self) -> Iterator[Slot]:
+        if self._baseline_slot is not None and self._baseline_free.acquire(blocking=False):
+            try:
+                if self._closed:
+                    raise RuntimeError("the pool is closed")
+                yield self._baseline_slot
+            finally:
+                self._baseline_free.release()
+            return
+        with self._slot() as slot:
+            yield slot
+
     def verify_many(self, pairs: Iterable[tuple[Task, str]], **option_values) -> list[Report]:
         """Verify (task, candidate source) pairs concurrently, one per slot; results in input order."""
         with ThreadPoolExecutor(max_workers=len(self._slots)) as executor:
@@ -167,7 +199,7 @@ class VerifierPool:
         """Stop every zygote and delete all scratch data."""
         self._closed = True
         try:
-            for slot in self._slots:
+            for slot in self._slots + ([self._baseline_slot] if self._baseline_slot else []):
                 slot.stop()
         finally:
             shutil.rmtree(self._base, ignore_errors=True)

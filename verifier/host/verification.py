@@ -66,7 +66,9 @@ class Slot:
     """The two sandboxes one verification uses, the reference's zygote and the candidate's, and the channel
     that carries the candidate's outputs to the reference side."""
 
-    def __init__(self, index: int, base: Path, device: str, isolate: bool, cache_dir: Path, gpu: str | None = None):
+    def __init__(
+        self, index: int | str, base: Path, device: str, isolate: bool, cache_dir: Path, gpu: str | None = None
+    ):
         self.channel = Channel.create(CHANNEL_SLOT_BYTES.get(device, CHANNEL_SLOT_BYTES["cuda"]))
         fds = [self.channel.fd]
         self.reference = ZygoteHandle(f"ref-{index}", base, device, isolate, [str(cache_dir)], fds, gpu)
@@ -89,6 +91,7 @@ class Shared:
     gpu: str | None = None  # the GPU the sandboxes see, as CUDA_VISIBLE_DEVICES names it (None: the default one)
     timing_lock: threading.Lock = field(default_factory=threading.Lock)
     baselines: dict[tuple, dict] = field(default_factory=dict)
+    footprints: dict[str, dict] = field(default_factory=dict)  # task digest -> its eager run's peak GPU memory
     baseline_locks: dict[tuple, threading.Lock] = field(default_factory=dict)  # one baseline of a task at a time
     _locks_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -154,15 +157,32 @@ class Verification:
 
     def time_baseline(self) -> None:
         """Only the task's eager and torch.compile timings, cached for the verifications that follow (on a GPU):
-        what a conversion can measure while its candidates are still being generated."""
+        what a conversion can measure while its candidates are still being generated. First the task's memory
+        footprint (one eager call, a second or two), so that the pool can tell how many of the task's
+        verifications fit beside each other long before the compile and the timings are done."""
         if self.shared.device != "cuda" or not self.opts.timing:
             return
         try:
             start_all([self.slot.reference])
             self.first_seed = self.seeder.randrange(2**31)
+            self._measure_footprint()
             self._ensure_baseline()
         finally:
             self.slot.reference.wipe(keep=REFERENCE_CACHES)
+
+    def _measure_footprint(self) -> None:
+        """The peak GPU memory of one eager call of the task, into `shared.footprints` (nothing on a failure: the
+        baseline's timing run reports it)."""
+        if self.task.digest in self.shared.footprints:
+            return
+        with gpu_lock.sharing(self.shared.gpu):
+            outcome = self._baseline_job({"footprint": True})
+        result = outcome.result
+        if outcome.status == "ok" and result and result.get("ok") and result.get("peak_bytes"):
+            self.shared.footprints[self.task.digest] = {
+                "peak_bytes": result["peak_bytes"],
+                "device_bytes": result["device_bytes"],
+            }
 
     def _run(self) -> None:
         report = self.report

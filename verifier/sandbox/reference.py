@@ -353,14 +353,23 @@ def _room_to_widen(inputs: list, device: torch.device) -> bool:
 
 
 def time_reference(job: Job) -> TimedReference:
-    """Eager and torch.compile medians on the first call's inputs, measured like the candidate. A `prepare` job
-    only compiles the task and calls it once: Inductor's and Triton's caches then hold what the timing run's
-    compile needs, so that compile is short (it holds the GPU alone, and everything else waits for it)."""
+    """Eager and torch.compile medians on the first call's inputs, measured like the candidate. A `footprint` job
+    only calls the task once, eagerly, for its peak GPU memory (how many verifications fit beside each other,
+    known in a second instead of after the compile). A `prepare` job only compiles the task and calls it once:
+    Inductor's and Triton's caches then hold what the timing run's compile needs, so that compile is short (it
+    holds the GPU alone, and everything else waits for it)."""
     device = torch.device(job["device"])
     module = load_task(job["source"], job["module_name"], job["init_seed"])
     model = build(module.Model, init_inputs(module, job), job, device)
     inputs = trial_inputs(module, job["calls"][0]["seed"], device)
     result: TimedReference = {"ok": True}
+    if job.get("footprint"):
+        with torch.no_grad():
+            model(*inputs)
+        torch.cuda.synchronize(device)
+        result["peak_bytes"] = torch.cuda.max_memory_allocated(device)
+        result["device_bytes"] = torch.cuda.get_device_properties(device).total_memory
+        return result
     if job.get("prepare"):
         with torch.no_grad(), contextlib.suppress(Exception):  # the timing run reports a compile that fails
             torch.compile(model)(*inputs)

@@ -66,6 +66,7 @@ class Job(_JobRequired, total=False):
     rtol: float | None
     compile: bool  # time_reference: also time torch.compile
     prepare: bool  # time_reference: only compile and call the task once (caches warm for the timing run), no timing
+    footprint: bool  # time_reference: only call the task once, eagerly, for its peak GPU memory; no timing
     sanitizer: str  # sanitize: the compute-sanitizer executable
 
 
