@@ -18,6 +18,8 @@ Written to the output directory:
   also one row of `kind` `improve` per task whose fastest verified candidate is at least 1.05x faster than the first
   one to verify: the prompt of `--seed-from inductor` showing that first kernel with its time, the faster kernel as
   the reply (`training.improve`), which then is the `convert` row's kernel too;
+- `rl-improve.PROFILE.jsonl` (with `--improve`): one improve prompt per task with a timed verified kernel, that
+  kernel as its seed (`seed`, `seed_label`, `seed_ms`), for GRPO's `--prompts improve`;
 - `progress.jsonl`: each task's SFT outcome (a re-run on the same directory skips the tasks it lists);
 - `datasheet.json`: counts, removals, contamination hits per suite, rejections by verdict and rule, op families;
 - `config.yaml`: the resolved arguments.
@@ -45,6 +47,7 @@ from training import config, harvest, improve, jsonl, suites, synth
 from training.dedup import Suite, computation_id, duplicate_key, model_ngrams, task_id
 from training.rationale import rationale
 
+IMPROVE_RL = "rl-improve"  # the records of improve prompts, for GRPO: `rl-improve.PROFILE.jsonl`
 VARIANTS = 4  # the inductor backend's candidates asked for per task: the first all-Triton one that verifies wins
 FAMILY_PATTERNS = {
     "gemm": r"\b(matmul|mm|bmm|linear|Linear|addmm|einsum)\b|@",
@@ -120,7 +123,8 @@ class DataArgs:
         metadata={
             "help": "also verify and time every all-Triton candidate (GPU, with --timing) and add an improve pair "
             "where one is at least 1.05x faster than the first that verifies: that kernel and its time in the "
-            "prompt of --seed-from inductor, the faster one as the reply"
+            "prompt of --seed-from inductor, the faster one as the reply; and, for GRPO, an improve prompt seeded "
+            "with that first kernel for every task that has one (rl-improve.PROFILE.jsonl)"
         },
     )
     timeout: float = field(default=120.0, metadata={"help": "seconds per verification run"})
@@ -430,6 +434,8 @@ def build_sft(tasks: list[Task], args: DataArgs, out: Path) -> None:
         if args.improve and pool.device != "cuda":
             raise DataError("--improve orders candidates by measured time, and nothing is timed without a GPU")
         pairs = {p: files.enter_context(records_path(out, "sft", p).open("a")) for p in args.profiles}
+        improving = args.profiles if args.improve else []
+        seeded = {p: files.enter_context(records_path(out, IMPROVE_RL, p).open("a")) for p in improving}
         progress = files.enter_context((out / "progress.jsonl").open("a"))
         futures = {workers.submit(_convert, task, backend, pool, args): task for task in pending}
         deadline = started + args.max_minutes * 60 if args.max_minutes else None
@@ -452,7 +458,10 @@ def build_sft(tasks: list[Task], args: DataArgs, out: Path) -> None:
                     if "improve" in outcome:
                         file.write(json.dumps(_improve_pair(task, profile, outcome["improve"], args)) + "\n")
                     file.flush()
-            line = {k: v for k, v in outcome.items() if k not in ("candidate", "improve")}
+                    if profile in seeded and "seed" in outcome:
+                        seeded[profile].write(json.dumps(_improve_prompt(task, profile, outcome["seed"])) + "\n")
+                        seeded[profile].flush()
+            line = {k: v for k, v in outcome.items() if k not in ("candidate", "improve", "seed")}
             if "improve" in outcome:
                 line["improve"] = improve.summary(*outcome["improve"])
             progress.write(json.dumps({"id": task.id, **line}))
@@ -462,10 +471,16 @@ def build_sft(tasks: list[Task], args: DataArgs, out: Path) -> None:
             _log(f"[{number}/{len(pending)}] {task.name}: {outcome['verdict']} ({rate:.1f} tasks/min)")
 
 
+def _improve_prompt(task: Task, profile: str, seed: improve.Timed) -> dict:
+    """The RL row that shows the seed kernel with its time and asks for a faster one (`training.improve`)."""
+    prompt_text = improve.prompt(profile, task.source, seed)
+    return {**record(task, profile), "kind": "improve", "prompt": prompt_text, **improve.seed_columns(seed)}
+
+
 def _improve_pair(task: Task, profile: str, chosen: tuple[improve.Timed, improve.Timed], args: DataArgs) -> dict:
-    """The SFT row that shows the seed kernel with its time and answers with the faster one (`training.improve`)."""
+    """The SFT row that shows the seed kernel with its time and answers with the faster one."""
     seed, fastest = chosen
-    pair = {**record(task, profile), "kind": "improve", "prompt": improve.prompt(profile, task.source, seed)}
+    pair = _improve_prompt(task, profile, seed)
     pair["completion"] = completion(profile, fastest.source, args.rationale)
     return {**pair, **improve.summary(seed, fastest)}
 
@@ -515,6 +530,9 @@ def _convert(task: Task, backend, pool, args: DataArgs) -> dict:
         }
         if chosen is not None:  # the pair of this kind teaches the fastest kernel too
             outcome["improve"] = chosen
+        seed = improve.seed_of(timed) if args.improve else None
+        if seed is not None:
+            outcome["seed"] = seed
         return outcome
     last = tried[-1]
     return {
@@ -535,6 +553,7 @@ def sft_summary(out: Path, profiles: list[str]) -> dict:
         "distinct_computations_converted": len({computation_id(source) for source in converted.values()}),
         "pairs": {profile: len(lines) for profile, lines in pairs.items()},
         "improve_pairs": {profile: sum(p.get("kind") == "improve" for p in lines) for profile, lines in pairs.items()},
+        "improve_prompts": {profile: len(jsonl.read(records_path(out, IMPROVE_RL, profile))) for profile in profiles},
         "rejected_by_verdict": dict(collections.Counter(o["verdict"] for o in rejected)),
         "rejected_by_rule": dict(collections.Counter(rule for o in rejected for rule in o.get("rules", []))),
     }

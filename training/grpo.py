@@ -11,7 +11,11 @@ checks it passes, `--reward-runs` where its `forward` ran to the end (its output
 Generation uses transformers' `generate` on the training weights; with `--fast-generation`,
 a bf16 copy of the policy that decodes with a static KV cache, compiled on a GPU (`training/rollout.py`); or
 trl's vLLM integration with `--vllm`.
-Written to the run directory:
+
+`--prompts improve` (or `both`) trains on the improve prompts of `training.data --improve`
+(`DATA/rl-improve.PROFILE.jsonl`): each shows a verified kernel of the task with its measured time and asks for a
+faster one, and `--reward-speedup` then weighs the clipped log2 speedup of a reply over that seed, the seed verified
+and timed once in the same run on the same GPU (copying it back earns no speed term). Written to the run directory:
 
 - `config.yaml`: the resolved arguments;
 - `log.jsonl`: every log of the trainer (rewards per term, verdict shares, KL, loss), one object a line;
@@ -36,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from training import config, runs
+from training.data import IMPROVE_RL, records_path
 from training.rollout import FastGeneration
 
 if TYPE_CHECKING:
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
     from transformers import TrainerCallback
 
 REWARDS_LOG = "rewards.jsonl"
+PROMPT_KINDS = ("convert", "improve", "both")
 STEPS_LOG = "steps.jsonl"
 
 
@@ -73,6 +79,14 @@ class GRPOArgs(runs.RunArgs):
     max_completion_length: int = field(default=1024, metadata={"help": "longest reply, in tokens"})
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of the replies"})
     beta: float = field(default=0.0, metadata={"help": "KL penalty against the starting model (0: none, no copy)"})
+    prompts: str = field(
+        default="convert",
+        metadata={
+            "help": "which prompts: convert (rl.PROFILE.jsonl: write Triton for this PyTorch), improve "
+            "(rl-improve.PROFILE.jsonl from training.data --improve: write a faster kernel than this verified one, "
+            "rewarded by the speedup over it; GPU, --reward-speedup above 0) or both"
+        },
+    )
     reward_correct: float = field(default=1.0, metadata={"help": "weight of the verified-kernel reward"})
     reward_speedup: float = field(
         default=0.0,
@@ -122,6 +136,13 @@ class GRPOArgs(runs.RunArgs):
             raise ValueError("--learning-rate, --epochs, --verify-timeout and --temperature must be > 0")
         if min(self.beta, self.reward_correct, self.reward_speedup, self.reward_format, self.reward_runs) < 0:
             raise ValueError("--beta and the --reward-* weights must be >= 0")
+        if self.prompts not in PROMPT_KINDS:
+            raise ValueError(f"--prompts must be one of {', '.join(PROMPT_KINDS)}, got {self.prompts!r}")
+        if self.prompts != "convert" and (self.reward_speedup <= 0 or self.verify_device == "cpu"):
+            raise ValueError(
+                f"--prompts {self.prompts}: an improve prompt is rewarded by its reply's measured speedup over the "
+                "kernel it shows, so it needs --reward-speedup above 0 and replies verified on a GPU"
+            )
         if self.lr_scheduler not in runs.SCHEDULERS:
             raise ValueError(f"--lr-scheduler must be one of {', '.join(runs.SCHEDULERS)}, got {self.lr_scheduler!r}")
         if self.scale_rewards not in ("group", "batch", "none"):
@@ -151,6 +172,7 @@ def train(args: GRPOArgs) -> None:
         config.announce(args)
         config.save(args, out)
     prompts_rows = load_prompts(args)
+    _check_timed(args)
     model, tokenizer = runs.start(args, "training.grpo", prompts_rows[0]["prompt"])
     if args.vllm:
         _check_vllm()
@@ -174,11 +196,44 @@ def train(args: GRPOArgs) -> None:
 
 
 def load_prompts(args: GRPOArgs) -> Dataset:
-    """The `train` rows of the profile's RL file: the prompt, and the task the rewards verify replies against."""
-    rows = runs.read_records(args, ["prompt", "task"], f"training.data kept no task for profile {args.profile}")
+    """The `train` rows of the profile's RL files that `--prompts` names: the prompt, the task the rewards verify
+    replies against, and for an improve prompt the seed kernel it shows (empty for a convert prompt)."""
+    import datasets
+
+    parts = []
+    if args.prompts in ("convert", "both"):
+        rows = runs.read_records(args, ["prompt", "task"], f"training.data kept no task for profile {args.profile}")
+        parts.append(rows.add_column("seed", [""] * rows.num_rows) if args.prompts == "both" else rows)
+    if args.prompts in ("improve", "both"):
+        path = records_path(Path(args.data), IMPROVE_RL, args.profile)
+        empty = "training.data --improve found no timed kernel to seed a prompt with"
+        if not path.exists():
+            raise runs.TrainingError(
+                f"{path} does not exist: --prompts {args.prompts} reads the records of training.data --improve"
+            )
+        parts.append(runs.read_records(args, ["prompt", "task", "seed"], empty, path))
+    rows = parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
     prompts_rows = runs.split_of(rows, "train", args, required=True)
-    _log(f"{prompts_rows.num_rows} train prompts from {args.records}")
+    _log(f"{prompts_rows.num_rows} train prompts ({args.prompts}) from {args.data}")
     return prompts_rows
+
+
+def _check_timed(args: GRPOArgs) -> None:
+    """Improve prompts are rewarded by measured speed: refuse them where replies would be verified on the CPU
+    (before the model loads)."""
+    from verifier.device import resolve_device
+
+    if args.prompts == "convert":
+        return
+    try:
+        device = resolve_device(args.verify_device)
+    except ValueError as exc:
+        raise runs.TrainingError(f"--verify-device: {exc}") from exc
+    if device != "cuda":
+        raise runs.TrainingError(
+            f"--prompts {args.prompts} rewards measured speed, and this machine verifies replies on the CPU, where "
+            "nothing is timed: run on a GPU"
+        )
 
 
 def _own_gpu(args: GRPOArgs) -> int | None:

@@ -5,7 +5,9 @@ one"), answered by a faster verified kernel of the same task.
 GPU. The seed is the first candidate that verifies, Inductor's default kernels where they verify: the compiler's
 own choice. The reply is the fastest correct candidate. A pair is written only where that reply is at least
 `MIN_SPEEDUP` times faster than the seed. So a model trained on the pairs learns what goes past the compiler (a
-template, a tile, a tuned reduction), not to copy back the kernel it is shown.
+template, a tile, a tuned reduction), not to copy back the kernel it is shown. Every task with a timed seed also
+gets an improve prompt for GRPO (no faster kernel needed: the policy searches), whose reward is the reply's
+verified speed over that seed, both timed in the same run (`training.rewards`).
 """
 
 from __future__ import annotations
@@ -30,14 +32,19 @@ class Timed:
         return self.timing.get("candidate_ms")
 
 
+def seed_of(verified: list[Timed]) -> Timed | None:
+    """The seed among a task's verified candidates in the order the backend made them: the first one timed."""
+    return next((candidate for candidate in verified if candidate.ms), None)
+
+
 def choose(verified: list[Timed]) -> tuple[Timed, Timed] | None:
     """(seed, faster) from a task's verified candidates in the order the backend made them; None where fewer than
-    two were timed or none of the later ones is `MIN_SPEEDUP` faster than the first."""
-    timed = [candidate for candidate in verified if candidate.ms]
-    if len(timed) < 2:
+    two were timed or none of the later ones is `MIN_SPEEDUP` faster than the seed."""
+    seed = seed_of(verified)
+    later = [candidate for candidate in verified[verified.index(seed) + 1 :] if candidate.ms] if seed else []
+    if not later:
         return None
-    seed = timed[0]
-    fastest = min(timed[1:], key=lambda candidate: candidate.ms)
+    fastest = min(later, key=lambda candidate: candidate.ms)
     return (seed, fastest) if seed.ms >= MIN_SPEEDUP * fastest.ms else None
 
 
@@ -45,6 +52,11 @@ def prompt(profile: str, task: str, seed: Timed) -> list[dict[str, str]] | str:
     """What serving shows the model for `--seed-from inductor`: chat messages, or `kernelllm`'s raw text."""
     messages = prompts.improve_messages(profile, task, seed.source, seed.timing)
     return messages[0]["content"] if profile == "kernelllm" else messages
+
+
+def seed_columns(seed: Timed) -> dict:
+    """What an improve prompt records of its seed: its module (GRPO times it beside the replies), label and time."""
+    return {"seed": seed.source, "seed_label": seed.label, "seed_ms": seed.ms}
 
 
 def summary(seed: Timed, fastest: Timed) -> dict:

@@ -7,7 +7,9 @@ Four terms, each a reward function trl calls with the batch (`prompts`, `complet
 - `correct`: 1 where the verifier finds the completion's module correct and rewards it (all compute in Triton,
   every anti-hacking check passed), else 0;
 - `speedup`: for a correct completion with GPU timings, log2 of its speedup over eager PyTorch, clipped to
-  [-1, 1]; 0 otherwise (on a CPU nothing is timed);
+  [-1, 1]; 0 otherwise (on a CPU nothing is timed). For an improve prompt (its row's `seed` column holds the
+  verified kernel the prompt shows), log2 of its speedup over that seed instead, the seed verified and timed once in
+  this run, on this GPU, like the replies: copying the seed back earns 0, a faster kernel more;
 - `well_formed`: the share of three checks the reply passes (a code block that parses, a `ModelNew` class, a
   `@triton.jit` kernel): a gradient toward well-formed replies while none is correct yet;
 - `runs`: 1 where the module compiled and its `forward` ran to the end, so that the verifier compared its output
@@ -67,6 +69,16 @@ def speedup_term(report: Report) -> float:
     return max(-SPEEDUP_CLIP, min(SPEEDUP_CLIP, math.log2(speedup)))
 
 
+def speedup_over_seed_term(report: Report, seed: Report) -> float:
+    """log2 of a passing reply's speedup over its prompt's seed kernel (both timed alike), clipped; 0 where either
+    did not pass or was not timed."""
+    reply_ms = (report.timing or {}).get("candidate_ms")
+    seed_ms = (seed.timing or {}).get("candidate_ms")
+    if not passed(report) or not passed(seed) or not reply_ms or not seed_ms or reply_ms <= 0 or seed_ms <= 0:
+        return 0.0
+    return max(-SPEEDUP_CLIP, min(SPEEDUP_CLIP, math.log2(seed_ms / reply_ms)))
+
+
 def format_term(code: str | None) -> float:
     """The share of the checks a reply's module passes: it parses, defines `ModelNew`, has a `@triton.jit` kernel."""
     if code is None:
@@ -124,13 +136,23 @@ class VerifierRewards:
 
     async def correct(self, prompts: list, completions: list, task: list[str], **columns) -> list[float]:
         started = time.monotonic()
-        reports = await self._reports_of(completions, task, columns.get("log_metric"))
+        reports = await self._reports_of(completions, task, columns.get("log_metric"), columns.get("seed"))
         self.seconds += time.monotonic() - started
         return [1.0 if report is not None and passed(report) else 0.0 for report in reports]
 
-    async def speedup(self, prompts: list, completions: list, task: list[str], **columns) -> list[float]:
-        reports = await self._reports_of(completions, task, None)
-        return [0.0 if report is None else speedup_term(report) for report in reports]
+    async def speedup(
+        self, prompts: list, completions: list, task: list[str], seed: list[str] | None = None, **columns
+    ) -> list[float]:
+        reports = await self._reports_of(completions, task, None, seed)
+        terms = []
+        for report, source, kernel in zip(reports, task, seed or [""] * len(reports), strict=True):
+            if report is None:
+                terms.append(0.0)
+            elif kernel:  # an improve prompt: its seed was verified beside the replies
+                terms.append(speedup_over_seed_term(report, await self._report_of(source, kernel, seed=True)))
+            else:
+                terms.append(speedup_term(report))
+        return terms
 
     async def well_formed(self, prompts: list, completions: list, **columns) -> list[float]:
         return [format_term(self.code_of(c)) for c in completions]
@@ -148,22 +170,21 @@ class VerifierRewards:
         text = completion_text(completion)
         return prompts.reply_code(self.profile, text) or (text if text.strip() else None)
 
-    async def _reports_of(self, completions: list, tasks: list[str], log_metric) -> list[Report | None]:
-        """Each completion's report (None for an empty reply), verified once per batch."""
+    async def _reports_of(
+        self, completions: list, tasks: list[str], log_metric, seeds: list[str] | None = None
+    ) -> list[Report | None]:
+        """Each completion's report (None for an empty reply), verified once per batch; the prompts' seeds (improve
+        prompts) are verified beside them."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # futures and the semaphore belong to one event loop (trl keeps one)
             self._loop, self._reports, self._semaphore = loop, {}, asyncio.Semaphore(self.concurrency)
+        for task, seed in zip(tasks, seeds or [], strict=False):
+            if seed:
+                self._report_of(task, seed, seed=True)
         futures = []
         for completion, task in zip(completions, tasks, strict=True):
             code = self.module_of(completion)
-            if code is None:
-                futures.append(None)
-                continue
-            key = hashlib.sha256(f"{task}\0{code}".encode()).hexdigest()
-            if key not in self._reports:
-                self._forget_old()
-                self._reports[key] = loop.create_task(self._verify(key, task, code))
-            futures.append(self._reports[key])
+            futures.append(None if code is None else self._report_of(task, code))
         reports = [None if f is None else await f for f in futures]
         if log_metric is not None:
             counts = collections.Counter(r.verdict if r is not None else "empty" for r in reports)
@@ -171,10 +192,19 @@ class VerifierRewards:
                 log_metric(f"verdicts/{verdict}", count / len(reports))
         return reports
 
-    async def _verify(self, key: str, task: str, code: str) -> Report:
+    def _report_of(self, task: str, code: str, seed: bool = False) -> asyncio.Future:
+        """The report of `code` against `task`, verified once while it is remembered: a reply, or (`seed`) the
+        kernel an improve prompt shows, which the replies of its group are timed against."""
+        key = hashlib.sha256(f"{task}\0{code}".encode()).hexdigest()
+        if key not in self._reports:
+            self._forget_old()
+            self._reports[key] = asyncio.get_running_loop().create_task(self._verify(key, task, code, seed))
+        return self._reports[key]
+
+    async def _verify(self, key: str, task: str, code: str, seed: bool) -> Report:
         async with self._semaphore:
             report = await asyncio.to_thread(self._verify_now, key, task, code)
-        self._write_log(key, task, report)
+        self._write_log(key, task, report, seed)
         return report
 
     def _verify_now(self, key: str, task: str, code: str) -> Report:
@@ -205,9 +235,10 @@ class VerifierRewards:
                 return
             del self._reports[oldest]
 
-    def _write_log(self, key: str, task: str, report: Report) -> None:
+    def _write_log(self, key: str, task: str, report: Report, seed: bool) -> None:
         """One line of `rewards.jsonl`: the reply's verdict and how it was reached, with the task it answered (a
-        hash to group the replies of a prompt, and the task's first line, which names a synthetic task's ops)."""
+        hash to group the replies of a prompt, and the task's first line, which names a synthetic task's ops); an
+        improve prompt's seed has a line too, marked `seed`."""
         if self.log is None:
             return
         timing = report.timing or {}
@@ -221,7 +252,10 @@ class VerifierRewards:
             "speedup_vs_eager": timing.get("speedup_vs_eager"),
             "message": report.message[:300],
             "phases": {name: round(value, 3) for name, value in report.phases.items()},
+            "candidate_ms": timing.get("candidate_ms"),
         }
+        if seed:
+            line["seed"] = True
         with self._lock, self.log.open("a") as f:
             f.write(json.dumps(line) + "\n")
 

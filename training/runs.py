@@ -100,11 +100,12 @@ class RunArgs:
         return records_path(Path(self.data), self.KIND, self.profile)
 
 
-def read_records(args: RunArgs, columns: list[str], empty: str) -> Dataset:
-    """`columns` and `split` of the run's records (through `datasets`); `empty` says why a file may be empty."""
+def read_records(args: RunArgs, columns: list[str], empty: str, path: Path | None = None) -> Dataset:
+    """`columns` and `split` of the run's records (or of `path`), through `datasets`; `empty` says why a file may
+    be empty."""
     import datasets
 
-    path = args.records
+    path = path or args.records
     if not path.read_text().strip():
         raise TrainingError(f"{path} is empty ({empty})")
     rows = datasets.load_dataset("json", data_files=str(path), split="train")

@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from tests.conftest import FIXTURES
 from tests.test_project import ROOT
 from tests.training.conftest import outcome
-from training import config, data, grpo, runs
+from training import config, data, grpo, improve, runs
 
 CONFIGS = ROOT / "training" / "configs"
 FAST = ["--num-generations", "2", "--per-device-batch-size", "2", "--max-completion-length", "16"]
@@ -87,6 +88,11 @@ def test_bad_inputs_are_named_in_one_line(model_dir, data_dir, tmp_path, capsys)
         ([*base, "--data", str(data_dir), "--scale-rewards", "std"], "--scale-rewards must be group, batch or none"),
         ([*base, "--data", str(data_dir), "--reward-runs", "-1"], "the --reward-* weights must be >= 0"),
         ([*base, "--data", str(data_dir), "--lr-scheduler", "wsd"], "--lr-scheduler must be one of cosine, linear"),
+        ([*base, "--data", str(data_dir), "--prompts", "faster"], "--prompts must be one of convert, improve, both"),
+        (
+            [*base, "--data", str(data_dir), "--prompts", "both", "--reward-speedup", "1"],
+            "needs --reward-speedup above 0 and replies verified on a GPU",
+        ),
         (
             ["--model", str(tmp_path / "nowhere"), "--data", str(data_dir), "--output-dir", str(tmp_path / "r")],
             "nowhere",
@@ -123,3 +129,46 @@ def test_fast_generation_samples_the_replies_from_the_policy_copy(model_dir, dat
     assert [step["step"] for step in steps] == [1, 2]
     assert all(0 < step["generation_s"] <= step["seconds"] for step in steps), steps  # counted once, in the step
     assert len(lines(run / grpo.REWARDS_LOG)) == 4
+
+
+def _with_improve_prompts(data_dir: Path, tmp_path: Path) -> Path:
+    """A copy of `data_dir` with improve prompts as training.data --improve writes them: two train tasks seeded with
+    their fixture kernels, as if timed."""
+    directory = tmp_path / "improve-data"
+    directory.mkdir()
+    rl = data.records_path(data_dir, "rl", "autotriton")
+    (directory / rl.name).write_text(rl.read_text())
+    with data.records_path(directory, data.IMPROVE_RL, "autotriton").open("w") as f:
+        for number, name in enumerate(["relu", "add"]):
+            source = (FIXTURES / "tasks" / f"{name}.py").read_text()
+            task = data.Task(f"{number:016x}", name, source, name, ("elementwise",), "train", name)
+            seed = improve.Timed("a fixture kernel", (FIXTURES / "candidates" / f"{name}_ok.py").read_text(), {})
+            seed = improve.Timed(seed.label, seed.source, {"candidate_ms": 0.5 + number})
+            f.write(json.dumps(data._improve_prompt(task, "autotriton", seed)) + "\n")
+    return directory
+
+
+def test_improve_prompts_are_read_with_their_seeds_beside_the_convert_prompts(data_dir, tmp_path):
+    directory = _with_improve_prompts(data_dir, tmp_path)
+    rows = {}
+    for kind in ("convert", "improve", "both"):
+        argv = ["--data", str(directory), "--output-dir", str(tmp_path / kind), "--prompts", kind]
+        args = config.parse(grpo.GRPOArgs, [*argv, "--model", "m", "--reward-speedup", "1"], "")
+        rows[kind] = grpo.load_prompts(args)
+    assert rows["convert"].num_rows == 3 and "seed" not in rows["convert"].column_names
+    assert rows["improve"].num_rows == 2 and all(rows["improve"]["seed"])
+    assert "faster" in rows["improve"][0]["prompt"][-1]["content"], "the prompt asks for a faster kernel"
+    assert "0.5 ms" in rows["improve"][0]["prompt"][-1]["content"], "and shows the seed's time"
+    both = rows["both"]
+    assert both.num_rows == 5 and sorted(bool(seed) for seed in both["seed"]) == [False] * 3 + [True] * 2
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU machine the replies would be timed")
+def test_improve_prompts_are_refused_where_nothing_would_be_timed(model_dir, data_dir, tmp_path, capsys):
+    directory = _with_improve_prompts(data_dir, tmp_path)
+    base = ["--model", str(model_dir), "--output-dir", str(tmp_path / "run"), "--reward-speedup", "1"]
+    code, err = outcome(grpo.main, [*base, "--data", str(data_dir), "--prompts", "improve"], capsys)
+    assert code == 2 and "rl-improve.autotriton.jsonl does not exist" in err and "Traceback" not in err
+    code, err = outcome(grpo.main, [*base, "--data", str(directory), "--prompts", "improve"], capsys)
+    assert code == 2 and "this machine verifies replies on the CPU, where nothing is timed" in err, err
+    assert not (tmp_path / "run" / runs.FINAL).exists()

@@ -3,7 +3,9 @@ is the one serving sends for `--seed-from inductor`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 
 import pytest
 
@@ -12,7 +14,8 @@ from model_server.backends.base import GenerationRequest
 from model_server.backends.text import conversations
 from tests.test_project import ROOT
 from training import data, improve
-from verifier import Task
+from training.rewards import VerifierRewards
+from verifier import Task, VerifierPool
 
 TASK = (ROOT / "tests" / "fixtures" / "tasks" / "relu.py").read_text()
 
@@ -58,9 +61,10 @@ def test_the_pair_s_prompt_is_what_serving_sends_when_it_improves_on_that_kernel
 
 
 @pytest.mark.gpu
-def test_on_a_gpu_a_task_whose_tuned_kernels_win_gets_an_improve_pair(tmp_path):
+def test_on_a_gpu_a_task_whose_tuned_kernels_win_gets_an_improve_pair_and_a_prompt_that_rewards_speed(tmp_path):
     """Cross-entropy at its published size: Inductor's coordinate-descent tuned kernels ran about 1.5x faster than
-    its default ones on an H200 (docs/PERFORMANCE.md), so the default seeds a pair that the faster kernel answers."""
+    its default ones on an H200 (docs/PERFORMANCE.md), so the default seeds a pair that the faster kernel answers,
+    and an improve prompt for GRPO whose speed reward the faster kernel earns and the seed copied back does not."""
     argv = [
         "--output-dir",
         str(tmp_path),
@@ -92,3 +96,20 @@ def test_on_a_gpu_a_task_whose_tuned_kernels_win_gets_an_improve_pair(tmp_path):
     [outcome] = [json.loads(line) for line in (tmp_path / "progress.jsonl").read_text().splitlines()]
     assert outcome["improve"]["label"] == pair["label"] == outcome["label"], "both rows teach the faster kernel"
     assert converted["report"]["timing"]["candidate_ms"] == pytest.approx(pair["candidate_ms"])
+    [seeded] = [json.loads(line) for line in (tmp_path / "rl-improve.autotriton.jsonl").read_text().splitlines()]
+    assert seeded["prompt"] == pair["prompt"] and seeded["seed_ms"] == pair["seed_ms"]
+    assert seeded["seed"].strip() == seed.strip()
+    copied = [{"role": "assistant", "content": f"```python\n{seed}```"}]
+    with VerifierPool(size=2, device="cuda") as pool:
+        rewards = VerifierRewards(pool, "autotriton", trials=2, timing=True)
+        terms = asyncio.run(
+            rewards.speedup(
+                prompts=[seeded["prompt"]] * 2,
+                completions=[pair["completion"], copied],
+                task=[seeded["task"]] * 2,
+                seed=[seeded["seed"]] * 2,
+            )
+        )
+    assert abs(terms[1]) < 0.15, "the seed copied back earns (about) nothing"
+    assert terms[0] > 0 and 2 ** terms[0] == pytest.approx(pair["speedup_over_seed"], rel=0.3), terms
+    assert math.isfinite(terms[0]) and rewards.verified in (2, 3), "the seed verified once for both replies"

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.conftest import FIXTURES
-from training.rewards import VerifierRewards, format_term, passed, speedup_term
+from training.rewards import VerifierRewards, format_term, passed, speedup_over_seed_term, speedup_term
 from verifier.host.pool import VerifierPool
 from verifier.report import Report
 
@@ -23,9 +23,14 @@ def _chat(code: str) -> list[dict]:
     return [{"role": "assistant", "content": f"The kernel adds elementwise.\n\n```python\n{code}```"}]
 
 
-def _rewards(rewards: VerifierRewards, completions: list, metrics: dict | None = None) -> list[list[float]]:
-    """Each reward function over one batch, as trl's trainer calls them: together, on one event loop."""
+def _rewards(
+    rewards: VerifierRewards, completions: list, metrics: dict | None = None, seeds: list[str] | None = None
+) -> list[list[float]]:
+    """Each reward function over one batch, as trl's trainer calls them: together, on one event loop (with
+    `seeds`, the improve prompts' seed column)."""
     columns = {"prompts": [None] * len(completions), "completions": completions, "task": [ADD] * len(completions)}
+    if seeds is not None:
+        columns["seed"] = seeds
     if metrics is not None:
         columns["log_metric"] = lambda name, value: metrics.setdefault(name, []).append(value)
 
@@ -110,6 +115,35 @@ def test_the_speedup_term_is_log2_of_the_speedup_clipped_and_only_for_a_pass():
     hybrid = Report(verdict="correct", reward=1.0, policy="hybrid", timing={"speedup_vs_eager": 3.0})
     assert not passed(hybrid) and speedup_term(hybrid) == 0.0
     assert speedup_term(Report(verdict="correct", reward=1.0)) == 0.0, "untimed (CPU)"
+
+
+def test_over_a_seed_the_speedup_term_is_log2_of_the_seed_s_time_over_the_reply_s():
+    def timed(ms: float | None, verdict: str = "correct") -> Report:
+        return Report(verdict=verdict, reward=1.0, timing={"candidate_ms": ms} if ms else None)
+
+    seed = timed(2.0)
+    assert speedup_over_seed_term(timed(1.0), seed) == 1.0
+    assert speedup_over_seed_term(timed(2.0), seed) == 0.0, "the seed copied back earns nothing"
+    assert speedup_over_seed_term(timed(3.0), seed) == pytest.approx(-0.585, abs=1e-3)
+    assert speedup_over_seed_term(timed(0.1), seed) == 1.0 and speedup_over_seed_term(timed(40.0), seed) == -1.0
+    assert speedup_over_seed_term(timed(1.0, "incorrect"), seed) == 0.0
+    assert speedup_over_seed_term(timed(1.0), timed(2.0, "incorrect")) == 0.0, "a seed that fails here counts nothing"
+    assert speedup_over_seed_term(timed(None), seed) == 0.0 and speedup_over_seed_term(timed(1.0), timed(None)) == 0.0
+
+
+def test_an_improve_prompt_s_seed_is_verified_once_beside_its_replies_and_logged_as_the_seed(pool, tmp_path):
+    """On the CPU nothing is timed, so every speed term is 0; what is checked is that the seed column reaches the
+    rewards, the seed is verified once for the whole group, and its line in the log says it is the seed."""
+    rewards = VerifierRewards(pool, "autotriton", trials=2, timeout=60, log=tmp_path / "rewards.jsonl")
+    seed = GOOD.replace("256", "512")
+    assert seed != GOOD
+    replies = [_chat(GOOD), _chat(GOOD.replace("256", "128"))]
+    scores = _rewards(rewards, replies, seeds=[seed, seed])
+    assert [s[:2] for s in scores] == [[1.0, 0.0], [1.0, 0.0]]
+    logged = [json.loads(line) for line in (tmp_path / "rewards.jsonl").read_text().splitlines()]
+    assert rewards.verified == 3 and len(logged) == 3
+    assert [line.get("seed", False) for line in logged].count(True) == 1
+    assert all(line["passed"] for line in logged)
 
 
 def test_the_format_term_counts_what_a_module_needs():
