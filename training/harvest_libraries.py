@@ -39,6 +39,7 @@ CONFIG_SIZES = {
 CONFIG_FIXED = {"num_hidden_layers": 2, "attention_dropout": 0.0, "hidden_dropout_prob": 0.0}
 # Config fields that make a block random in training mode (dropout, dropped layers or paths): set to 0, because the
 # verifier compares outputs and a task is called as built, in training mode.
+MAX_CONFIG_CLASSES = 8  # config classes tried for a block (a module names a few; a composite config adds its parts)
 RANDOM_CONFIG = re.compile(r"dropout|pdrop|drop_prob|layerdrop|drop_path|drop_rate")
 SUFFIXES = ("RMSNorm", "LayerNorm", "Norm", "MLP", "Attention", "DecoderLayer", "Layer", "Block", "RotaryEmbedding")
 PLAIN = {"RMSNorm": "norm", "LayerNorm": "norm", "Norm": "norm", "MLP": "gemm"}
@@ -279,15 +280,14 @@ def harvest(blocks: list[Block], sizes: list[str]) -> list[Made]:
 def _harvest_block(block: Block, sizes: list[str]) -> list[Made]:
     objects = [_load(spec) for spec in block.objects]
     substitutes = dict(TRANSFORMERS_SUBSTITUTES) if block.library == "transformers" else {}
-    recorder = _Recorder(_config(block, "small")) if block.config else None
-    library_model = _library_model(block, objects, recorder)
+    config_class, recorder, library_model = _built(block, objects)
     if recorder is not None:
         substitutes.update(_activation_substitute(recorder, objects))
     found = harvest_source.closure(objects, block.library, substitutes)
     version = importlib.metadata.version(block.library)
     sources = {}
     for size in ("small", *[s for s in sizes if s != "small"]):
-        attributes = _attributes(block, size, recorder)
+        attributes = _attributes(config_class, size, recorder)
         sources[size] = task_source(block, found, attributes, size, version)
     _check(block, sources["small"], library_model)
     return [Made(block, size, source=sources[size]) for size in sizes]
@@ -298,9 +298,24 @@ def _load(spec: str) -> object:
     return getattr(importlib.import_module(module), name)
 
 
-def _config(block: Block, size: str) -> object:
-    """The library's config class for `block`'s module, at its defaults with the tier's sizes."""
-    config_class = _config_class(block)
+def _built(block: Block, objects: list[object]) -> tuple[type | None, _Recorder | None, torch.nn.Module]:
+    """The library's block built and run once on `small` inputs, with the first config class under which it runs
+    (`_config_classes`), recording what it reads of it; the first class's error where none does."""
+    if not block.config:
+        return None, None, _library_model(block, objects, None)
+    first_error: Exception | None = None
+    for config_class in _config_classes(block):
+        try:
+            recorder = _Recorder(_config(config_class, "small"))
+            return config_class, recorder, _library_model(block, objects, recorder)
+        except Exception as error:
+            first_error = first_error or error
+    assert first_error is not None
+    raise first_error
+
+
+def _config(config_class: type, size: str) -> object:
+    """The library's config class at its defaults with the tier's sizes."""
     default = config_class()
     values = SIZES[size]
     kwargs = {key: values[symbol] for key, symbol in CONFIG_SIZES.items() if hasattr(default, key)}
@@ -313,21 +328,27 @@ def _config(block: Block, size: str) -> object:
     return config
 
 
-def _config_class(block: Block) -> type:
-    """The config class the block's `__init__` annotates `config` with, else the first its module names."""
+def _config_classes(block: Block) -> list[type]:
+    """The config classes to build the block with, in order: the one its `__init__` annotates `config` with, the
+    others its module names, each composite one followed by its parts (a vision, text or Q-Former config: a
+    composite config has no `hidden_size` of its own); at most MAX_CONFIG_CLASSES."""
     from transformers import PreTrainedConfig
+
+    def is_config(value: object) -> bool:
+        return inspect.isclass(value) and issubclass(value, PreTrainedConfig) and value is not PreTrainedConfig
 
     module = importlib.import_module(block.path)
     cls = vars(module)[block.module]
     annotation = inspect.signature(cls.__init__).parameters["config"].annotation
     annotation = vars(module).get(annotation) if isinstance(annotation, str) else annotation
-    if inspect.isclass(annotation) and issubclass(annotation, PreTrainedConfig) and annotation is not PreTrainedConfig:
-        return annotation
-    named = [v for k, v in vars(module).items() if inspect.isclass(v) and issubclass(v, PreTrainedConfig)]
-    named = [v for v in named if v is not PreTrainedConfig]
-    if not named:
+    named = ([annotation] if is_config(annotation) else []) + [v for v in vars(module).values() if is_config(v)]
+    ordered: list[type] = []
+    for config_class in named:
+        parts = [p for p in getattr(config_class, "sub_configs", {}).values() if is_config(p)]
+        ordered.extend(c for c in [config_class, *parts] if c not in ordered)
+    if not ordered:
         raise harvest_source.Refused(f"{block.path} names no config class")
-    return named[0]
+    return ordered[:MAX_CONFIG_CLASSES]
 
 
 class _Recorder:
@@ -370,11 +391,11 @@ def _activation_substitute(recorder: _Recorder, objects: list[object]) -> dict[s
     return {"ACT2FN": "ACT2FN = {" + ", ".join(entries) + "}"} if entries else {}
 
 
-def _attributes(block: Block, size: str, recorder: _Recorder | None) -> dict[str, object]:
+def _attributes(config_class: type | None, size: str, recorder: _Recorder | None) -> dict[str, object]:
     """The config attributes the block read, with the values of the tier's config."""
-    if recorder is None:
+    if config_class is None or recorder is None:
         return {}
-    config = _config(block, size)
+    config = _config(config_class, size)
     values = {name: getattr(config, name) for name in object.__getattribute__(recorder, "_read")}
     for name, value in values.items():
         if not _plain(value):

@@ -133,6 +133,21 @@ def test_a_block_with_dropout_in_its_config_gives_one_output_in_training_mode():
     assert torch.equal(model(*inputs), model(*inputs))
 
 
+def test_a_block_of_a_composite_config_is_built_with_the_part_it_runs_under():
+    """BLIP-2's model config holds a vision and a Q-Former config and has no `hidden_size` of its own: its attention
+    block is built with the first part under which it runs, and its task holds that part's sizes."""
+    blocks, _ = harvest_libraries.transformers_blocks(["blip_2"])
+    (block,) = [b for b in blocks if b.module == "Blip2Attention"]
+    names = [c.__name__ for c in harvest_libraries._config_classes(block)]
+    assert names[0] == "Blip2Config" and "Blip2VisionConfig" in names
+    (made,) = harvest_libraries.harvest([block], ["small"])
+    assert made.refused == "", made.refused
+    task = _load(made.source)
+    assert task.config.hidden_size == harvest_libraries.SIZES["small"]["E"]
+    model, inputs = task.Model(), task.get_inputs()
+    assert model(*inputs).shape == inputs[0].shape
+
+
 def test_the_size_tier_sets_the_config_and_the_inputs(llama_tasks):
     small, large = (_load(llama_tasks["LlamaMLP", size].source) for size in ("small", "large"))
     assert small.config.hidden_size == small.E == harvest_libraries.SIZES["small"]["E"]
