@@ -17,7 +17,7 @@ import inspect
 import pkgutil
 import re
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -68,6 +68,10 @@ TRANSFORMERS_SUBSTITUTES = {
 }
 MAX_ERROR = 1e-5
 IMAGE = "torch.randn(B, C, H, W)"
+# A conv layer called on hidden states says so; it is then called on an input of its first convolution's channels and
+# these spatial sizes (per number of spatial dims: a 1-D sequence long enough for an audio model's 10-tap kernel).
+CONV_CHANNELS = re.compile(r"expected input\[[\d, ]+\] to have \d+ channels")
+CONV_EXTENTS = {1: "4 * S", 2: "H, W", 3: "4, H, W"}
 
 
 def _plain_block(library: str, spec: str, build: str, image: bool, family: str) -> Block:
@@ -280,7 +284,7 @@ def harvest(blocks: list[Block], sizes: list[str]) -> list[Made]:
 def _harvest_block(block: Block, sizes: list[str]) -> list[Made]:
     objects = [_load(spec) for spec in block.objects]
     substitutes = dict(TRANSFORMERS_SUBSTITUTES) if block.library == "transformers" else {}
-    config_class, recorder, library_model = _built(block, objects)
+    block, config_class, recorder, library_model = _built(block, objects)
     if recorder is not None:
         substitutes.update(_activation_substitute(recorder, objects))
     found = harvest_source.closure(objects, block.library, substitutes)
@@ -290,6 +294,8 @@ def _harvest_block(block: Block, sizes: list[str]) -> list[Made]:
         attributes = _attributes(config_class, size, recorder)
         sources[size] = task_source(block, found, attributes, size, version)
     _check(block, sources["small"], library_model)
+    if block.family == "conv" and "medium" in sources and block.library == "transformers":
+        _check_runs(block, sources["medium"])
     return [Made(block, size, source=sources[size]) for size in sizes]
 
 
@@ -298,20 +304,55 @@ def _load(spec: str) -> object:
     return getattr(importlib.import_module(module), name)
 
 
-def _built(block: Block, objects: list[object]) -> tuple[type | None, _Recorder | None, torch.nn.Module]:
+def _built(block: Block, objects: list[object]) -> tuple[Block, type | None, _Recorder | None, torch.nn.Module]:
     """The library's block built and run once on `small` inputs, with the first config class under which it runs
-    (`_config_classes`), recording what it reads of it; the first class's error where none does."""
+    (`_config_classes`), recording what it reads of it; the first class's error where none does. A block whose
+    first convolution refused the hidden states it was called on (a conv layer of an audio or vision model) is
+    called on an input shaped for that convolution instead, and returned so changed."""
     if not block.config:
-        return None, None, _library_model(block, objects, None)
+        return block, None, None, _library_model(block, objects, None)
     first_error: Exception | None = None
     for config_class in _config_classes(block):
         try:
             recorder = _Recorder(_config(config_class, "small"))
-            return config_class, recorder, _library_model(block, objects, recorder)
+            return block, config_class, recorder, _library_model(block, objects, recorder)
         except Exception as error:
             first_error = first_error or error
+            conv_first = _conv_first(block, objects, config_class) if CONV_CHANNELS.search(str(error)) else None
+        if conv_first is not None:
+            try:
+                recorder = _Recorder(_config(config_class, "small"))
+                return conv_first, config_class, recorder, _library_model(conv_first, objects, recorder)
+            except Exception:
+                pass
     assert first_error is not None
     raise first_error
+
+
+def _conv_first(block: Block, objects: list[object], config_class: type) -> Block | None:
+    """`block` called on one input shaped for its first convolution (its input channels, then 1-3 spatial sizes),
+    or None where it has none. The channels are the tier's `E` or `C` where the small config's match them, else the
+    config's own number."""
+    model, _ = _constructed(block, objects, _Recorder(_config(config_class, "small")))
+    conv = next((m for m in model.modules() if isinstance(m, torch.nn.modules.conv._ConvNd)), None)
+    if conv is None or conv.transposed or len(conv.kernel_size) not in CONV_EXTENTS:
+        return None
+    small = SIZES["small"]
+    channels = next((name for name in ("E", "C") if small[name] == conv.in_channels), str(conv.in_channels))
+    expression = f"torch.randn(B, {channels}, {CONV_EXTENTS[len(conv.kernel_size)]})"
+    return replace(block, inputs=(expression,), family="conv")
+
+
+def _check_runs(block: Block, source: str) -> None:
+    """Refuse unless the task at another tier builds and runs (a conv-first block's channels follow the tier only
+    where they are the config's sized fields)."""
+    module = types.ModuleType(f"harvested_{block.module}")
+    try:
+        exec(compile(source, module.__name__, "exec"), module.__dict__)
+        with torch.no_grad():
+            module.Model().eval()(*module.get_inputs())
+    except Exception as error:
+        raise harvest_source.Refused(f"at a larger tier: {type(error).__name__}: {error}"[:200]) from error
 
 
 def _config(config_class: type, size: str) -> object:
@@ -366,14 +407,18 @@ class _Recorder:
 
 def _library_model(block: Block, objects: list[object], recorder: _Recorder | None) -> torch.nn.Module:
     """The task's `Model`, built over the library's own objects (recording its config reads), run once."""
+    model, namespace = _constructed(block, objects, recorder)
+    with torch.no_grad():
+        model(*_inputs(block, namespace))
+    return model
+
+
+def _constructed(block: Block, objects: list[object], recorder: _Recorder | None) -> tuple[torch.nn.Module, dict]:
     namespace = {"torch": torch, "nn": torch.nn, "config": recorder, **SIZES["small"]}
     namespace.update({obj.__name__: obj for obj in objects})
     exec(compile(_model_text(block), f"<{block.module}>", "exec"), namespace)
     torch.manual_seed(0)
-    model = namespace["Model"]().eval()
-    with torch.no_grad():
-        model(*_inputs(block, namespace))
-    return model
+    return namespace["Model"]().eval(), namespace
 
 
 def _activation_substitute(recorder: _Recorder, objects: list[object]) -> dict[str, str]:

@@ -148,6 +148,22 @@ def test_a_block_of_a_composite_config_is_built_with_the_part_it_runs_under():
     assert model(*inputs).shape == inputs[0].shape
 
 
+def test_a_conv_layer_is_called_on_an_input_of_its_first_convolution():
+    """HuBERT's feature encoder layers and ConvNeXt's stage layer refuse hidden states (batch, sequence, hidden):
+    they are called on (batch, channels, length) audio or a (batch, channels, height, width) image instead, with
+    the tier's channels where the config's follow the tier (ConvNeXt's `dim`), else the config's own (HuBERT's 1)."""
+    blocks, _ = harvest_libraries.transformers_blocks(["hubert", "convnext"])
+    chosen = [b for b in blocks if b.module in ("HubertGroupNormConvLayer", "ConvNextLayer")]
+    made = {(m.block.module, m.size): m for m in harvest_libraries.harvest(chosen, ["small", "medium"])}
+    assert all(m.refused == "" for m in made.values()), [m.refused for m in made.values()]
+    audio, image = made["HubertGroupNormConvLayer", "medium"], made["ConvNextLayer", "medium"]
+    assert audio.block.family == image.block.family == "conv"
+    assert audio.block.inputs == ("torch.randn(B, 1, 4 * S)",) and image.block.inputs == ("torch.randn(B, E, H, W)",)
+    for task in (_load(audio.source), _load(image.source)):
+        (x,) = task.get_inputs()
+        assert task.Model()(x).shape[0] == x.shape[0] == harvest_libraries.SIZES["medium"]["B"]
+
+
 def test_the_size_tier_sets_the_config_and_the_inputs(llama_tasks):
     small, large = (_load(llama_tasks["LlamaMLP", size].source) for size in ("small", "large"))
     assert small.config.hidden_size == small.E == harvest_libraries.SIZES["small"]["E"]
