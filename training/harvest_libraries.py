@@ -200,6 +200,7 @@ def _family_blocks(module: types.ModuleType, path: str) -> list[Block]:
             rotary,
             "apply_rotary_pos_emb" in names,
             _keywords(classes[name], rotary is not None),
+            _rotary_layer_type(classes[rotary]) if rotary else "",
         )
         if block is not None:
             made.append(block)
@@ -237,8 +238,25 @@ def _keywords(cls: type, rotary: bool) -> str:
     return "".join(f", {name}={value}" for name, value in known.items() if name in parameters)
 
 
+def _rotary_layer_type(cls: type) -> str:
+    """`, LAYER_TYPE` where the family's rotary embedding takes the kind of layer it serves (one table of
+    frequencies per kind: Gemma 3's sliding and full attention): the first layer's kind, as the config lists them."""
+    try:
+        parameter = inspect.signature(cls.forward).parameters.get("layer_type")
+    except (TypeError, ValueError):
+        return ""
+    return ", config.layer_types[0]" if parameter is not None and parameter.default is parameter.empty else ""
+
+
 def _block(
-    name: str, suffix: str, build: str, path: str, rotary: str | None, has_apply: bool, keywords: str
+    name: str,
+    suffix: str,
+    build: str,
+    path: str,
+    rotary: str | None,
+    has_apply: bool,
+    keywords: str,
+    layer_type: str = "",
 ) -> Block | None:
     """The block of class `name`: a norm or MLP called on hidden states; attention or a layer called on hidden
     states with the family's rotary embedding, if it has one; the rotary embedding applied to queries and keys."""
@@ -252,7 +270,7 @@ def _block(
     if suffix == "RotaryEmbedding":
         if name != rotary or not has_apply:
             return None
-        forward = "cos, sin = self.block(x0, x2)\nreturn apply_rotary_pos_emb(x0, x1, cos, sin)"
+        forward = f"cos, sin = self.block(x0, x2{layer_type})\nreturn apply_rotary_pos_emb(x0, x1, cos, sin)"
         objects = (*objects, f"{path}:apply_rotary_pos_emb")
         return Block("transformers", name, path, objects, init, forward, (HEADS, HEADS, POSITIONS), "rotary", config)
     first = "return out[0] if isinstance(out, tuple) else out"
@@ -261,7 +279,7 @@ def _block(
         return Block("transformers", name, path, objects, init, forward, (HIDDEN,), "attention", config)
     init = f"{init}\nself.rotary = {rotary}(config=config)"
     call = f"out = self.block(x0{keywords})"
-    forward = f"cos, sin = self.rotary(x0, x1)\n{call}\n{first}"
+    forward = f"cos, sin = self.rotary(x0, x1{layer_type})\n{call}\n{first}"
     objects = (*objects, f"{path}:{rotary}")
     return Block("transformers", name, path, objects, init, forward, (HIDDEN, POSITIONS), "attention", config)
 

@@ -164,6 +164,21 @@ def test_a_conv_layer_is_called_on_an_input_of_its_first_convolution():
         assert task.Model()(x).shape[0] == x.shape[0] == harvest_libraries.SIZES["medium"]["B"]
 
 
+def test_a_rotary_embedding_with_a_table_per_kind_of_layer_serves_the_first_layer_s_kind():
+    """Gemma 3's rotary embedding keeps frequencies for sliding and for full attention and must be told which: the
+    task asks for the first layer's, and its config stand-in holds the layer kinds it read."""
+    blocks, _ = harvest_libraries.transformers_blocks(["gemma3"])
+    (block,) = [b for b in blocks if b.module == "Gemma3RotaryEmbedding"]
+    assert "self.block(x0, x2, config.layer_types[0])" in block.forward
+    (made,) = harvest_libraries.harvest([block], ["small"])
+    assert made.refused == "", made.refused
+    task = _load(made.source)
+    assert task.config.layer_types[0] in ("sliding_attention", "full_attention")
+    query, key, positions = task.get_inputs()
+    rotated = task.Model()(query, key, positions)
+    assert rotated[0].shape == query.shape and not torch.equal(rotated[0], query)
+
+
 def test_the_size_tier_sets_the_config_and_the_inputs(llama_tasks):
     small, large = (_load(llama_tasks["LlamaMLP", size].source) for size in ("small", "large"))
     assert small.config.hidden_size == small.E == harvest_libraries.SIZES["small"]["E"]
