@@ -227,7 +227,8 @@ def _build(cls: type, name: str) -> str | None:
 
 def _keywords(cls: type, rotary: bool) -> str:
     """`, name=value` for each of attention mask, position embeddings and ids that `cls.forward` names (the last two
-    only where the family has a rotary embedding)."""
+    only where the family has a rotary embedding); a cross-attention block (`Cross` in its name) attends to the
+    hidden states themselves as its encoder's or key-value states."""
     try:
         parameters = inspect.signature(cls.forward).parameters
     except (TypeError, ValueError):
@@ -235,6 +236,8 @@ def _keywords(cls: type, rotary: bool) -> str:
     known = {"position_embeddings": "(cos, sin)", "attention_mask": "None", "position_ids": "x1"}
     if not rotary:
         known = {"attention_mask": "None"}
+    if "Cross" in cls.__name__:
+        known |= {"encoder_hidden_states": "x0", "key_value_states": "x0"}
     return "".join(f", {name}={value}" for name, value in known.items() if name in parameters)
 
 
@@ -440,18 +443,24 @@ def _constructed(block: Block, objects: list[object], recorder: _Recorder | None
 
 
 def _activation_substitute(recorder: _Recorder, objects: list[object]) -> dict[str, str]:
-    """`ACT2FN` as a dict holding just the activations the config names, their classes added to `objects`."""
+    """`ACT2FN` (instances) and `ACT2CLS` (classes, which a block instantiates itself) as dicts holding just the
+    activations the config names, their classes added to `objects`; `ACT2CLS` without those that take arguments."""
     from transformers.activations import ACT2CLS
 
     read = object.__getattribute__(recorder, "_read")
-    entries = []
+    instances, classes = [], []
     for key, name in read.items():
         if "act" in key and isinstance(name, str) and name in ACT2CLS:
             cls, kwargs = ACT2CLS[name] if isinstance(ACT2CLS[name], tuple) else (ACT2CLS[name], {})
             objects.insert(0, cls)
             arguments = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-            entries.append(f"{name!r}: {cls.__name__}({arguments})")
-    return {"ACT2FN": "ACT2FN = {" + ", ".join(entries) + "}"} if entries else {}
+            instances.append(f"{name!r}: {cls.__name__}({arguments})")
+            if not kwargs:
+                classes.append(f"{name!r}: {cls.__name__}")
+    substitutes = {"ACT2FN": "ACT2FN = {" + ", ".join(instances) + "}"} if instances else {}
+    if classes:
+        substitutes["ACT2CLS"] = "ACT2CLS = {" + ", ".join(classes) + "}"
+    return substitutes
 
 
 def _attributes(config_class: type | None, size: str, recorder: _Recorder | None) -> dict[str, object]:

@@ -179,6 +179,21 @@ def test_a_rotary_embedding_with_a_table_per_kind_of_layer_serves_the_first_laye
     assert rotated[0].shape == query.shape and not torch.equal(rotated[0], query)
 
 
+def test_a_block_that_instantiates_its_activation_class_and_a_cross_attention_block_are_harvested():
+    """RT-DETR's RepVGG block builds `ACT2CLS[name]()` itself: the task holds just the activation class its config
+    names. BERT's cross-attention attends to encoder states: the task passes the hidden states as those."""
+    blocks, _ = harvest_libraries.transformers_blocks(["rt_detr", "bert"])
+    chosen = [b for b in blocks if b.module in ("RTDetrRepVggBlock", "BertCrossAttention")]
+    made = {m.block.module: m for m in harvest_libraries.harvest(chosen, ["small"])}
+    assert all(m.refused == "" for m in made.values()), {k: m.refused for k, m in made.items()}
+    assert "ACT2CLS = {" in made["RTDetrRepVggBlock"].source
+    assert "encoder_hidden_states=x0" in made["BertCrossAttention"].source
+    for m in made.values():
+        task = _load(m.source)
+        (x,) = task.get_inputs()
+        assert task.Model()(x).shape[0] == x.shape[0]
+
+
 def test_the_size_tier_sets_the_config_and_the_inputs(llama_tasks):
     small, large = (_load(llama_tasks["LlamaMLP", size].source) for size in ("small", "large"))
     assert small.config.hidden_size == small.E == harvest_libraries.SIZES["small"]["E"]
@@ -200,13 +215,13 @@ def test_source_that_computes_something_else_is_refused(llama_tasks, monkeypatch
 
 
 def test_harvest_writes_the_refusals_beside_the_tasks_and_training_data_counts_them(tmp_path, monkeypatch):
-    monkeypatch.setattr(harvest_libraries, "families", lambda: ["llama", "t5"])
+    monkeypatch.setattr(harvest_libraries, "families", lambda: ["llama", "hubert"])
     paths = harvest.write(tmp_path / "tasks", ["transformers"], ["small"])
     names = {path.stem for path in paths}
-    assert "transformers_LlamaMLP_small" in names and "transformers_T5LayerNorm_small" in names
+    assert "transformers_LlamaMLP_small" in names and "transformers_HubertEncoderLayer_small" in names
     refused = json.loads((tmp_path / "tasks" / "refused.json").read_text())
     assert refused and all(row["library"] == "transformers" and row["reason"] for row in refused)
-    assert any(row["what"].endswith("T5LayerCrossAttention") for row in refused)
+    assert any(row["what"].endswith("HubertEncoderStableLayerNorm") for row in refused)
     args = data.DataArgs(
         output_dir=str(tmp_path / "data"), harvest=["transformers"], harvest_sizes=["small"], sft=False
     )
