@@ -9,7 +9,8 @@ Four terms, each a reward function trl calls with the batch (`prompts`, `complet
 - `speedup`: for a correct completion with GPU timings, log2 of its speedup over eager PyTorch, clipped to
   [-1, 1]; 0 otherwise (on a CPU nothing is timed). For an improve prompt (its row's `seed` column holds the
   verified kernel the prompt shows), log2 of its speedup over that seed instead, the seed verified and timed once in
-  this run, on this GPU, like the replies: copying the seed back earns 0, a faster kernel more;
+  this run, on this GPU, like the replies: copying the seed back earns 0, as does any time within 1.05x of the seed's
+  (the spread of one timing), a faster kernel more;
 - `well_formed`: the share of three checks the reply passes (a code block that parses, a `ModelNew` class, a
   `@triton.jit` kernel): a gradient toward well-formed replies while none is correct yet;
 - `runs`: 1 where the module compiled and its `forward` ran to the end, so that the verifier compared its output
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from model_server import prompts
+from training.improve import MIN_SPEEDUP
 
 if TYPE_CHECKING:
     from verifier import Report, Task, VerifierPool
@@ -71,12 +73,17 @@ def speedup_term(report: Report) -> float:
 
 def speedup_over_seed_term(report: Report, seed: Report) -> float:
     """log2 of a passing reply's speedup over its prompt's seed kernel (both timed alike), clipped; 0 where either
-    did not pass or was not timed."""
+    did not pass or was not timed, and within `MIN_SPEEDUP` either way: a copy of the seed, or a change that only
+    moves its time within the spread of one timing, must not earn what GRPO's group scaling would blow up from
+    noise into an advantage."""
     reply_ms = (report.timing or {}).get("candidate_ms")
     seed_ms = (seed.timing or {}).get("candidate_ms")
     if not passed(report) or not passed(seed) or not reply_ms or not seed_ms or reply_ms <= 0 or seed_ms <= 0:
         return 0.0
-    return max(-SPEEDUP_CLIP, min(SPEEDUP_CLIP, math.log2(seed_ms / reply_ms)))
+    gain = math.log2(seed_ms / reply_ms)
+    if abs(gain) < math.log2(MIN_SPEEDUP):
+        return 0.0
+    return max(-SPEEDUP_CLIP, min(SPEEDUP_CLIP, gain))
 
 
 def format_term(code: str | None) -> float:

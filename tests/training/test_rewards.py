@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 
 import pytest
 
@@ -124,6 +125,10 @@ def test_over_a_seed_the_speedup_term_is_log2_of_the_seed_s_time_over_the_reply_
     seed = timed(2.0)
     assert speedup_over_seed_term(timed(1.0), seed) == 1.0
     assert speedup_over_seed_term(timed(2.0), seed) == 0.0, "the seed copied back earns nothing"
+    assert speedup_over_seed_term(timed(1.93), seed) == 0.0 and speedup_over_seed_term(timed(2.08), seed) == 0.0, (
+        "nor does a time within the spread of one timing"
+    )
+    assert speedup_over_seed_term(timed(1.88), seed) == pytest.approx(math.log2(2.0 / 1.88))
     assert speedup_over_seed_term(timed(3.0), seed) == pytest.approx(-0.585, abs=1e-3)
     assert speedup_over_seed_term(timed(0.1), seed) == 1.0 and speedup_over_seed_term(timed(40.0), seed) == -1.0
     assert speedup_over_seed_term(timed(1.0, "incorrect"), seed) == 0.0
