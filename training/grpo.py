@@ -221,7 +221,7 @@ def load_prompts(args: GRPOArgs) -> Dataset:
 def _check_timed(args: GRPOArgs) -> None:
     """Improve prompts are rewarded by measured speed: refuse them where replies would be verified on the CPU
     (before the model loads)."""
-    from verifier.device import resolve_device
+    from verifier import resolve_device
 
     if args.prompts == "convert":
         return
