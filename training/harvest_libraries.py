@@ -305,19 +305,19 @@ def harvest(blocks: list[Block], sizes: list[str]) -> list[Made]:
 def _harvest_block(block: Block, sizes: list[str]) -> list[Made]:
     objects = [_load(spec) for spec in block.objects]
     substitutes = dict(TRANSFORMERS_SUBSTITUTES) if block.library == "transformers" else {}
-    block, config_class, recorder, library_model = _built(block, objects)
+    called, config_class, recorder, library_model = _built(block, objects)
     if recorder is not None:
         substitutes.update(_activation_substitute(recorder, objects))
-    found = harvest_source.closure(objects, block.library, substitutes)
-    version = importlib.metadata.version(block.library)
+    found = harvest_source.closure(objects, called.library, substitutes)
+    version = importlib.metadata.version(called.library)
     sources = {}
     for size in ("small", *[s for s in sizes if s != "small"]):
         attributes = _attributes(config_class, size, recorder)
-        sources[size] = task_source(block, found, attributes, size, version)
-    _check(block, sources["small"], library_model)
-    if block.family == "conv" and "medium" in sources and block.library == "transformers":
-        _check_runs(block, sources["medium"])
-    return [Made(block, size, source=sources[size]) for size in sizes]
+        sources[size] = task_source(called, found, attributes, size, version)
+    _check(called, sources["small"], library_model)
+    if called.inputs != block.inputs and "medium" in sources:  # called on inputs of its own: do they follow the tier?
+        _check_runs(called, sources["medium"])
+    return [Made(called, size, source=sources[size]) for size in sizes]
 
 
 def _load(spec: str) -> object:
